@@ -1,0 +1,35 @@
+"""The closed set of error codes and the error object every capability shares."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import msgspec
+
+
+class ErrorCode(enum.StrEnum):
+    """Machine-readable error codes; the set is closed and shared by every capability."""
+
+    INVALID_REQUEST = "INVALID_REQUEST"
+    REQUEST_TOO_BROAD = "REQUEST_TOO_BROAD"
+    LIMIT_EXCEEDED = "LIMIT_EXCEEDED"
+    REPO_NOT_FOUND = "REPO_NOT_FOUND"
+    AMBIGUOUS_REPOSITORY = "AMBIGUOUS_REPOSITORY"
+    ACCESS_DENIED = "ACCESS_DENIED"
+    REVISION_NOT_FOUND = "REVISION_NOT_FOUND"
+    LICENSE_UNAVAILABLE = "LICENSE_UNAVAILABLE"
+    LICENSE_NOT_ALLOWED = "LICENSE_NOT_ALLOWED"
+    NOT_FOUND = "NOT_FOUND"
+    RATE_LIMITED = "RATE_LIMITED"
+    TIMEOUT = "TIMEOUT"
+    CAPABILITY_DISABLED = "CAPABILITY_DISABLED"
+    INTERNAL = "INTERNAL"
+
+
+class RepoReaderError(msgspec.Struct, frozen=True, kw_only=True):
+    """A structured failure: `message` is for a person, `details` for a program."""
+
+    code: ErrorCode
+    message: str
+    details: dict[str, Any] = {}

@@ -1,0 +1,48 @@
+"""NATS subject names, queue group and header names of the repo-reader wire protocol.
+
+The major version lives in the subject: a breaking change gets `repo_reader.v2`.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Final
+
+PREFIX: Final = "repo_reader.v1"
+QUEUE_GROUP: Final = "repo_reader.workers"
+SERVICE_NAME: Final = "repo_reader"
+
+
+class Subject(enum.StrEnum):
+    """Every subject the service answers on."""
+
+    RESEARCH = f"{PREFIX}.research"
+    CODE_SEARCH = f"{PREFIX}.code.search"
+    CODE_READ = f"{PREFIX}.code.read"
+    CODE_LIST = f"{PREFIX}.code.list"
+    GIT_HISTORY = f"{PREFIX}.git.history"
+    GIT_CHURN = f"{PREFIX}.git.churn"
+    REPO_STATUS = f"{PREFIX}.repo.status"
+    GRAPH_SEARCH = f"{PREFIX}.graph.search"
+    GRAPH_TRAVERSE = f"{PREFIX}.graph.traverse"
+    GRAPH_RETRIEVE = f"{PREFIX}.graph.retrieve"
+    ADMIN_SYNC = f"{PREFIX}.admin.sync"
+    ADMIN_REBUILD_INDEX = f"{PREFIX}.admin.rebuild_index"
+
+    @property
+    def capability(self) -> str:
+        """The capability name used in config and logs, e.g. ``code.search``."""
+        return self.value.removeprefix(f"{PREFIX}.")
+
+
+WORKER_SUBJECTS: Final = tuple(s for s in Subject if not s.capability.startswith("admin."))
+ADMIN_SUBJECTS: Final = (Subject.ADMIN_SYNC, Subject.ADMIN_REBUILD_INDEX)
+
+HEADER_CONTENT_TYPE: Final = "Content-Type"
+HEADER_REQUEST_ID: Final = "Repo-Reader-Request-Id"
+# nats micro conventions, so generic NATS tooling sees failed requests as errors.
+HEADER_SERVICE_ERROR: Final = "Nats-Service-Error"
+HEADER_SERVICE_ERROR_CODE: Final = "Nats-Service-Error-Code"
+
+CONTENT_TYPE_JSON: Final = "application/json"
+CONTENT_TYPE_MSGPACK: Final = "application/msgpack"

@@ -1,0 +1,132 @@
+"""The exceptions a request can fail with; each maps to exactly one wire `ErrorCode`.
+
+    RepoReaderFailure                 (code, message, details)
+    ├── InvalidRequest                INVALID_REQUEST
+    ├── RequestTooBroad               REQUEST_TOO_BROAD
+    ├── LimitExceeded                 LIMIT_EXCEEDED
+    ├── RepoNotFound                  REPO_NOT_FOUND
+    ├── AmbiguousRepository           AMBIGUOUS_REPOSITORY
+    ├── AccessDenied                  ACCESS_DENIED
+    ├── RevisionNotFound              REVISION_NOT_FOUND
+    ├── LicenseUnavailable            LICENSE_UNAVAILABLE
+    ├── LicenseNotAllowed             LICENSE_NOT_ALLOWED
+    ├── NotFound                      NOT_FOUND
+    ├── RateLimited                   RATE_LIMITED (details.retry_after_seconds)
+    ├── Timeout                       TIMEOUT
+    ├── CapabilityDisabled            CAPABILITY_DISABLED
+    └── InternalError                 INTERNAL
+
+    ConfigError                       start-up only: a bad repo-reader.toml or NATS config
+
+Handlers raise these; `worker.wire.error_from_exception` is the one place that turns an
+exception (any exception) into a `RepoReaderError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from contracts.errors import ErrorCode
+
+
+class RepoReaderFailure(Exception):
+    """A request that cannot be answered, with a person-readable message and program details."""
+
+    code: ClassVar[ErrorCode] = ErrorCode.INTERNAL
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = details
+
+
+class InvalidRequest(RepoReaderFailure):
+    """The request is malformed: unknown field, wrong type, bad value."""
+
+    code = ErrorCode.INVALID_REQUEST
+
+
+class RequestTooBroad(RepoReaderFailure):
+    """The request's scope is too wide or its query has no informative term."""
+
+    code = ErrorCode.REQUEST_TOO_BROAD
+
+
+class LimitExceeded(RepoReaderFailure):
+    """A requested limit is above the server's ceiling."""
+
+    code = ErrorCode.LIMIT_EXCEEDED
+
+
+class RepoNotFound(RepoReaderFailure):
+    """A repository is registered but has no mirror in the cache."""
+
+    code = ErrorCode.REPO_NOT_FOUND
+
+
+class AmbiguousRepository(RepoReaderFailure):
+    """A repository reference matches more than one repository."""
+
+    code = ErrorCode.AMBIGUOUS_REPOSITORY
+
+
+class AccessDenied(RepoReaderFailure):
+    """A repository is not registered, or the server's policy denies it."""
+
+    code = ErrorCode.ACCESS_DENIED
+
+
+class RevisionNotFound(RepoReaderFailure):
+    """A revision does not resolve to a commit in the repository."""
+
+    code = ErrorCode.REVISION_NOT_FOUND
+
+
+class LicenseUnavailable(RepoReaderFailure):
+    """A license is required but none could be detected."""
+
+    code = ErrorCode.LICENSE_UNAVAILABLE
+
+
+class LicenseNotAllowed(RepoReaderFailure):
+    """The only sources there are carry licenses the request does not allow."""
+
+    code = ErrorCode.LICENSE_NOT_ALLOWED
+
+
+class NotFound(RepoReaderFailure):
+    """A path or entity does not exist at the resolved revision."""
+
+    code = ErrorCode.NOT_FOUND
+
+
+class RateLimited(RepoReaderFailure):
+    """The capability's per-minute budget is spent; retry after `retry_after_seconds`."""
+
+    code = ErrorCode.RATE_LIMITED
+
+    def __init__(self, message: str, *, retry_after_seconds: float, **details: Any) -> None:
+        super().__init__(message, retry_after_seconds=retry_after_seconds, **details)
+        self.retry_after_seconds = retry_after_seconds
+
+
+class Timeout(RepoReaderFailure):
+    """The request ran out of its time budget."""
+
+    code = ErrorCode.TIMEOUT
+
+
+class CapabilityDisabled(RepoReaderFailure):
+    """The capability is turned off in the server's config."""
+
+    code = ErrorCode.CAPABILITY_DISABLED
+
+
+class InternalError(RepoReaderFailure):
+    """Something failed that is not the caller's doing."""
+
+    code = ErrorCode.INTERNAL
+
+
+class ConfigError(Exception):
+    """A configuration mistake found at start-up; the message names the file and the setting."""
