@@ -1,6 +1,6 @@
 """Wire types of the repo-reader protocol: msgspec Structs and subject names, no I/O."""
 
-from contracts.errors import ErrorCode, RepoReaderError
+from contracts.errors import ErrorCode, ErrorReply, RepoReaderError
 from contracts.research import (
     FileConstraints,
     LicenseConstraints,
@@ -37,6 +37,7 @@ __all__ = [
     "SERVICE_NAME",
     "WORKER_SUBJECTS",
     "ErrorCode",
+    "ErrorReply",
     "FileConstraints",
     "LicenseConstraints",
     "RepoConstraints",

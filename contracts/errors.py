@@ -33,3 +33,16 @@ class RepoReaderError(msgspec.Struct, frozen=True, kw_only=True):
     code: ErrorCode
     message: str
     details: dict[str, Any] = {}
+
+
+class ErrorReply(msgspec.Struct, frozen=True, kw_only=True):
+    """The single message that answers a failed request on any subject.
+
+    Its fields are a subset of every response type's, so a client decodes it with the
+    response type of the subject it asked on.
+    """
+
+    request_id: str
+    batch: int = 0
+    last: bool = True
+    errors: tuple[RepoReaderError, ...]

@@ -1,4 +1,4 @@
-"""The `research` message family: RepoReaderRequest in, RepoReaderResponse batches out (seeds 000/001).
+"""The `research` message family (seeds 000/001): a RepoReaderRequest in, response batches out.
 
 A request states intent to research, never a file to fetch. Every optional limit
 left out takes the server's conservative default; a value above the server's
@@ -81,6 +81,8 @@ class ResearchArtifact(msgspec.Struct, frozen=True, kw_only=True):
     """The definition the excerpt belongs to, when one was recognised."""
     truncated: bool = False
     """The excerpt stops before the end of the chunk it was cut from."""
+    encoding: str = "utf-8"
+    """How the blob's bytes were decoded: `utf-8`, or `latin-1` for text that is not UTF-8."""
     license_source: str
     """`spdx-header` or the path of the license file the license was read from."""
     swhid: str

@@ -13,13 +13,15 @@
     ├── NotFound                      NOT_FOUND
     ├── RateLimited                   RATE_LIMITED (details.retry_after_seconds)
     ├── Timeout                       TIMEOUT
+    │   └── NoResponders              TIMEOUT (client side: no worker serves the subject)
     ├── CapabilityDisabled            CAPABILITY_DISABLED
     └── InternalError                 INTERNAL
 
     ConfigError                       start-up only: a bad repo-reader.toml or NATS config
 
 Handlers raise these; `worker.wire.error_from_exception` is the one place that turns an
-exception (any exception) into a `RepoReaderError`.
+exception (any exception) into a `RepoReaderError`, and `failure_from_error` the one
+place a client turns a received error back into its exception.
 """
 
 from __future__ import annotations
@@ -116,6 +118,10 @@ class Timeout(RepoReaderFailure):
     code = ErrorCode.TIMEOUT
 
 
+class NoResponders(Timeout):
+    """Raised by the client when no worker is subscribed to the subject it called."""
+
+
 class CapabilityDisabled(RepoReaderFailure):
     """The capability is turned off in the server's config."""
 
@@ -130,3 +136,33 @@ class InternalError(RepoReaderFailure):
 
 class ConfigError(Exception):
     """A configuration mistake found at start-up; the message names the file and the setting."""
+
+
+_BY_CODE: dict[ErrorCode, type[RepoReaderFailure]] = {
+    cls.code: cls
+    for cls in (
+        InvalidRequest,
+        RequestTooBroad,
+        LimitExceeded,
+        RepoNotFound,
+        AmbiguousRepository,
+        AccessDenied,
+        RevisionNotFound,
+        LicenseUnavailable,
+        LicenseNotAllowed,
+        NotFound,
+        Timeout,
+        CapabilityDisabled,
+        InternalError,
+    )
+}
+
+
+def failure_from_error(code: ErrorCode, message: str, details: dict[str, Any]) -> RepoReaderFailure:
+    """The exception a client raises for an error it received."""
+    if code == ErrorCode.RATE_LIMITED:
+        rest = {k: v for k, v in details.items() if k != "retry_after_seconds"}
+        return RateLimited(
+            message, retry_after_seconds=float(details.get("retry_after_seconds", 1.0)), **rest
+        )
+    return _BY_CODE.get(code, InternalError)(message, **details)

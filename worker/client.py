@@ -1,0 +1,182 @@
+"""The Python client: sends a request, collects its reply batches, raises typed failures.
+
+    async with await RepoReaderClient.connect("nats://127.0.0.1:4222") as client:
+        result = await client.research(RepoReaderRequest(query="where are routes registered"))
+
+A request that times out is sent again with the same request id (workers answer the
+same request with the same bytes), so a worker lost mid-request costs time, not the answer.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import msgspec
+import nats
+from nats.aio.client import Client as NATS
+from nats.errors import TimeoutError as NatsTimeoutError
+
+from contracts.research import RepoReaderRequest, RepoReaderResponse, ResearchArtifact, ResolvedRepo
+from contracts.subjects import (
+    CONTENT_TYPE_JSON,
+    CONTENT_TYPE_MSGPACK,
+    HEADER_CONTENT_TYPE,
+    HEADER_REQUEST_ID,
+    Subject,
+)
+from worker.errors import InternalError, NoResponders, Timeout, failure_from_error
+
+ResponseT = TypeVar("ResponseT", bound=msgspec.Struct)
+
+
+@dataclass(frozen=True, slots=True)
+class ResearchResult:
+    """A whole research answer, its batches joined."""
+
+    request_id: str
+    resolved: tuple[ResolvedRepo, ...]
+    artifacts: tuple[ResearchArtifact, ...]
+
+
+class RepoReaderClient:
+    """Calls repo-reader capabilities over an existing NATS connection."""
+
+    def __init__(
+        self, nc: NATS, *, json: bool = False, timeout: float = 30.0, attempts: int = 2
+    ) -> None:
+        self._nc = nc
+        self._json = json
+        self._timeout = timeout
+        self._attempts = attempts
+        self._owns_connection = False
+
+    @classmethod
+    async def connect(
+        cls, url: str, *, user: str | None = None, password: str | None = None, **options: Any
+    ) -> Self:
+        """A client on a connection of its own, closed with the client."""
+        client = cls(
+            await nats.connect(url, user=user, password=password, name="repo-reader-client"),
+            **options,
+        )
+        client._owns_connection = True
+        return client
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the connection if the client opened it."""
+        if self._owns_connection:
+            await self._nc.drain()
+
+    async def research(
+        self,
+        request: RepoReaderRequest,
+        *,
+        request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> ResearchResult:
+        """Ask a research question; raises the RepoReaderFailure the service answered with."""
+        rid = request_id or uuid.uuid4().hex
+        batches = await self.call(
+            Subject.RESEARCH, request, RepoReaderResponse, request_id=rid, timeout=timeout
+        )
+        return ResearchResult(
+            request_id=rid,
+            resolved=batches[0].resolved,
+            artifacts=tuple(a for batch in batches for a in batch.artifacts),
+        )
+
+    async def call(
+        self,
+        subject: Subject,
+        request: msgspec.Struct,
+        response_type: type[ResponseT],
+        *,
+        request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> list[ResponseT]:
+        """Send `request` on `subject` and return every message of its answer, in order."""
+        rid = request_id or uuid.uuid4().hex
+        payload = msgspec.json.encode(request) if self._json else msgspec.msgpack.encode(request)
+        decoder: Any = (msgspec.json.Decoder if self._json else msgspec.msgpack.Decoder)(
+            response_type
+        )
+        last_error: Timeout | None = None
+        for _ in range(self._attempts):
+            try:
+                return await self._exchange(
+                    subject, payload, decoder, rid, timeout or self._timeout
+                )
+            except NoResponders:
+                raise
+            except Timeout as exc:
+                last_error = exc
+        assert last_error is not None
+        raise last_error
+
+    async def _exchange(
+        self, subject: Subject, payload: bytes, decoder: Any, request_id: str, timeout: float
+    ) -> list[Any]:
+        inbox = self._nc.new_inbox()
+        subscription = await self._nc.subscribe(inbox)
+        headers = {
+            HEADER_CONTENT_TYPE: CONTENT_TYPE_JSON if self._json else CONTENT_TYPE_MSGPACK,
+            HEADER_REQUEST_ID: request_id,
+        }
+        deadline = time.monotonic() + timeout
+        batches: list[Any] = []
+        try:
+            await self._nc.publish(subject.value, payload, reply=inbox, headers=headers)
+            while True:
+                remaining = deadline - time.monotonic()
+                try:
+                    message = await subscription.next_msg(timeout=max(remaining, 0.001))
+                except NatsTimeoutError:
+                    raise Timeout(
+                        f"no complete answer to {subject.capability} within {timeout:g} s",
+                        request_id=request_id,
+                        batches_received=len(batches),
+                    ) from None
+                if message.headers and message.headers.get("Status") == "503":
+                    raise NoResponders(f"no worker serves {subject.value}", subject=subject.value)
+                response = decoder.decode(message.data)
+                if response.errors:
+                    error = response.errors[0]
+                    raise failure_from_error(error.code, error.message, dict(error.details))
+                if response.batch != len(batches):
+                    raise InternalError(
+                        f"batch {response.batch} arrived where batch {len(batches)} was due",
+                        request_id=request_id,
+                    )
+                batches.append(response)
+                if response.last:
+                    return batches
+        finally:
+            await subscription.unsubscribe()
+
+
+def artifact_lines(artifacts: Sequence[ResearchArtifact]) -> str:
+    """Artifacts as a person reads them: a header line per artifact, then its excerpt."""
+    blocks = []
+    for a in artifacts:
+        cut = " (truncated)" if a.truncated else ""
+        symbol = f" {a.symbol}" if a.symbol else ""
+        head = f"{a.repo}:{a.path}:{a.excerpt_span}{symbol}  [{a.license}]  score={a.score:g}{cut}"
+        body = "\n".join(f"    {line}" for line in a.excerpt.split("\n"))
+        blocks.append(f"{head}\n  {a.commit}\n{body}")
+    return "\n\n".join(blocks)

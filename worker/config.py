@@ -1,0 +1,189 @@
+"""The server configuration, `repo-reader.toml`: repositories, ceilings, defaults, policy.
+
+Every limit a request can set has a conservative default and a ceiling here; a request
+above a ceiling is refused, never clamped. Unknown keys are start-up errors, so a
+misspelt ceiling can never be silently ignored.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from pathlib import Path
+from typing import Annotated, Final
+
+import msgspec
+from msgspec import Meta
+
+from worker.errors import ConfigError
+
+CONFIG_FILENAME: Final = "repo-reader.toml"
+
+PositiveInt = Annotated[int, Meta(ge=1)]
+NonNegativeInt = Annotated[int, Meta(ge=0)]
+PositiveFloat = Annotated[float, Meta(gt=0)]
+RepoName = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")]
+
+
+class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Base of every config table: unknown keys are errors."""
+
+
+class ResearchCeilings(_Section):
+    """The most any research request may ask for."""
+
+    max_query_chars: PositiveInt = 8000
+    max_repos: PositiveInt = 20
+    max_excerpt_chars: PositiveInt = 4000
+    max_excerpts_per_repo: PositiveInt = 50
+    max_total_excerpts: PositiveInt = 200
+
+
+class ResearchDefaults(_Section):
+    """What a research request gets for each limit it leaves out."""
+
+    max_repos: PositiveInt = 5
+    max_excerpt_chars: PositiveInt = 1200
+    max_excerpts_per_repo: PositiveInt = 5
+    max_total_excerpts: PositiveInt = 10
+
+
+class CapabilityConfig(_Section):
+    """Whether a capability is served, and its per-minute budget shared by all workers (0: none)."""
+
+    enabled: bool = True
+    rate_per_minute: NonNegativeInt = 0
+
+
+class Capabilities(_Section):
+    """One table per capability; keys use `_` where the subject uses `.`."""
+
+    research: CapabilityConfig = CapabilityConfig()
+    code_search: CapabilityConfig = CapabilityConfig()
+    code_read: CapabilityConfig = CapabilityConfig()
+    code_list: CapabilityConfig = CapabilityConfig()
+    git_history: CapabilityConfig = CapabilityConfig()
+    git_churn: CapabilityConfig = CapabilityConfig()
+    repo_status: CapabilityConfig = CapabilityConfig()
+
+    def get(self, capability: str) -> CapabilityConfig:
+        """The table of a capability named as in its subject, e.g. ``code.search``."""
+        found: CapabilityConfig | None = getattr(self, capability.replace(".", "_"), None)
+        return found if found is not None else CapabilityConfig(enabled=False)
+
+
+class ServerConfig(_Section):
+    """How a worker runs."""
+
+    request_timeout_seconds: PositiveFloat = 10.0
+    """The time budget of one request, on-demand indexing included."""
+    max_blob_bytes: PositiveInt = 1 << 20
+    """Larger blobs are never indexed nor excerpted."""
+    index_lru_size: PositiveInt = 4
+    """How many on-demand indexes of pinned revisions a worker keeps."""
+
+
+class MirrorConfig(_Section):
+    """How the mirror runs."""
+
+    sync_interval_seconds: PositiveInt = 3600
+    """The period of scheduled syncs; reported to callers as the next sync time."""
+
+
+class PolicyConfig(_Section):
+    """Server-side access policy."""
+
+    deny: tuple[str, ...] = ()
+    """`owner/name` glob patterns that are never served, even when mirrored."""
+
+
+class RepoEntry(_Section):
+    """One mirrored repository."""
+
+    name: RepoName
+    url: str
+
+
+class Config(_Section):
+    """The whole `repo-reader.toml`."""
+
+    server: ServerConfig = ServerConfig()
+    mirror: MirrorConfig = MirrorConfig()
+    limits: ResearchCeilings = ResearchCeilings()
+    defaults: ResearchDefaults = ResearchDefaults()
+    policy: PolicyConfig = PolicyConfig()
+    capabilities: Capabilities = Capabilities()
+    repos: tuple[RepoEntry, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Cross-field rules that Meta cannot express; a ConfigError names the setting.
+        for field in ResearchDefaults.__struct_fields__:
+            default, ceiling = getattr(self.defaults, field), getattr(self.limits, field)
+            if default > ceiling:
+                raise msgspec.ValidationError(
+                    f"defaults.{field} = {default} is above limits.{field} = {ceiling}"
+                )
+        names = [repo.name.lower() for repo in self.repos]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise msgspec.ValidationError(f"repos listed twice: {', '.join(duplicates)}")
+
+    def repo(self, name: str) -> RepoEntry | None:
+        """The entry of `owner/name` (case-insensitive), if registered."""
+        wanted = name.lower()
+        return next((r for r in self.repos if r.name.lower() == wanted), None)
+
+    def denied(self, name: str) -> bool:
+        """Whether the server's policy refuses `owner/name`."""
+        return any(fnmatch.fnmatchcase(name.lower(), p.lower()) for p in self.policy.deny)
+
+
+def default_cache_dir() -> Path:
+    """The cache directory: `$REPO_READER_CACHE`, else the user's cache directory."""
+    from_env = os.environ.get("REPO_READER_CACHE")
+    if from_env:
+        return Path(from_env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("repo-reader"))
+
+
+def config_path(cache_dir: Path, explicit: Path | None = None) -> Path:
+    """Where the config lives: `--config`, `$REPO_READER_CONFIG`, else beside the cache."""
+    if explicit is not None:
+        return explicit
+    from_env = os.environ.get("REPO_READER_CONFIG")
+    return Path(from_env) if from_env else cache_dir / CONFIG_FILENAME
+
+
+def load_config(path: Path, *, missing_ok: bool = True) -> Config:
+    """Read and validate `path`; a missing file gives the defaults when `missing_ok`."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        if missing_ok:
+            return Config()
+        raise ConfigError(f"{path}: no such config file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from None
+    return parse_config(raw, source=str(path))
+
+
+def parse_config(raw: bytes | str, *, source: str = CONFIG_FILENAME) -> Config:
+    """Decode TOML text into a Config, turning every mistake into a ConfigError naming it."""
+    try:
+        return msgspec.toml.decode(raw, type=Config)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+
+
+def render_repo_entry(name: str, url: str) -> str:
+    """The TOML text of one `[[repos]]` table, for appending to a config file."""
+    return f"\n[[repos]]\nname = {_toml_string(name)}\nurl = {_toml_string(url)}\n"
+
+
+def _toml_string(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'

@@ -1,0 +1,97 @@
+"""Encoding and decoding on the wire: one typed decoder per subject and content type.
+
+MessagePack is the default; a request with `Content-Type: application/json` is decoded
+as JSON and answered in JSON. `error_from_exception` is the one place any exception
+becomes a wire `RepoReaderError`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+import msgspec
+
+from contracts.errors import ErrorCode, RepoReaderError
+from contracts.subjects import CONTENT_TYPE_JSON, CONTENT_TYPE_MSGPACK, HEADER_CONTENT_TYPE, Subject
+from worker.errors import InvalidRequest, RepoReaderFailure
+
+_FIELD_PATH = re.compile(r" - at `(?P<path>\$[^`]*)`$")
+_UNKNOWN_FIELD = re.compile(r"^Object contains unknown field `(?P<field>[^`]*)`")
+
+
+class Codec:
+    """Decoders for the request types of each subject, and an encoder, for one content type."""
+
+    def __init__(self, content_type: str, request_types: Mapping[Subject, type[Any]]) -> None:
+        self.content_type = content_type
+        self._json = content_type == CONTENT_TYPE_JSON
+        self._decoders: dict[Subject, msgspec.json.Decoder[Any] | msgspec.msgpack.Decoder[Any]] = {
+            subject: (msgspec.json.Decoder(kind) if self._json else msgspec.msgpack.Decoder(kind))
+            for subject, kind in request_types.items()
+        }
+        self._encoder: msgspec.json.Encoder | msgspec.msgpack.Encoder = (
+            msgspec.json.Encoder() if self._json else msgspec.msgpack.Encoder()
+        )
+
+    def decode(self, subject: Subject, data: bytes) -> Any:
+        """The typed request in `data`, or InvalidRequest naming the offending field."""
+        try:
+            return self._decoders[subject].decode(data)
+        except msgspec.ValidationError as exc:
+            raise _invalid(str(exc)) from None
+        except msgspec.DecodeError as exc:
+            kind = "JSON" if self._json else "MessagePack"
+            raise InvalidRequest(
+                f"the request is not valid {kind}: {exc}",
+                content_type=self.content_type,
+            ) from None
+
+    def encode(self, message: Any) -> bytes:
+        """The bytes of a response message."""
+        return self._encoder.encode(message)
+
+
+class Codecs:
+    """The JSON and MessagePack codecs, chosen per message by its Content-Type header."""
+
+    def __init__(self, request_types: Mapping[Subject, type[Any]]) -> None:
+        self.json = Codec(CONTENT_TYPE_JSON, request_types)
+        self.msgpack = Codec(CONTENT_TYPE_MSGPACK, request_types)
+
+    def for_headers(self, headers: Mapping[str, str] | None) -> Codec:
+        """JSON when the message says `Content-Type: application/json`, else MessagePack."""
+        content_type = (headers or {}).get(HEADER_CONTENT_TYPE, "")
+        return (
+            self.json
+            if content_type.split(";")[0].strip().lower() == CONTENT_TYPE_JSON
+            else self.msgpack
+        )
+
+
+def _invalid(message: str) -> InvalidRequest:
+    """An InvalidRequest from a msgspec validation message, with the field's path in details."""
+    details: dict[str, Any] = {}
+    match = _FIELD_PATH.search(message)
+    path = match.group("path") if match else "$"
+    unknown = _UNKNOWN_FIELD.match(message)
+    if unknown:
+        path = f"{path}.{unknown.group('field')}"
+    details["field"] = path.removeprefix("$.").removeprefix("$") or "$"
+    text = message[: match.start()] if match else message
+    return InvalidRequest(f"{details['field']}: {text}", **details)
+
+
+ERROR_CODE_FOR_UNEXPECTED: Final = ErrorCode.INTERNAL
+
+
+def error_from_exception(exc: BaseException) -> RepoReaderError:
+    """The wire error for any exception: failures keep their code, anything else is INTERNAL."""
+    if isinstance(exc, RepoReaderFailure):
+        return RepoReaderError(code=exc.code, message=exc.message, details=exc.details)
+    return RepoReaderError(
+        code=ERROR_CODE_FOR_UNEXPECTED,
+        message="the worker failed to answer; the failure is logged",
+        details={"exception": type(exc).__name__},
+    )
