@@ -9,7 +9,7 @@ from msgspec import Meta
 RepoId = Annotated[
     str,
     Meta(
-        pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$",
+        pattern=r"^[A-Za-z0-9_-][A-Za-z0-9_.-]*/(?!\.\.?$)[A-Za-z0-9_.-]+$",
         max_length=200,
         description="A repository as owner/name.",
         examples=["pallets/flask"],
@@ -18,7 +18,7 @@ RepoId = Annotated[
 RepoRef = Annotated[
     str,
     Meta(
-        pattern=r"^([A-Za-z0-9_.-]+/)?[A-Za-z0-9_.-]+$",
+        pattern=r"^(?:[A-Za-z0-9_-][A-Za-z0-9_.-]*/)?(?!\.\.?$)[A-Za-z0-9_.-]+$",
         max_length=200,
         description="A repository as owner/name, or a bare name when that is unambiguous.",
         examples=["pallets/flask", "flask"],
@@ -27,7 +27,7 @@ RepoRef = Annotated[
 Revision = Annotated[
     str,
     Meta(
-        pattern=r"^[A-Za-z0-9_./+-]+$",
+        pattern=r"^(?![-/])(?!.*\.\.)(?!.*//)[A-Za-z0-9_./+-]+$",
         min_length=1,
         max_length=250,
         description="A commit sha (full or abbreviated), tag or branch name.",

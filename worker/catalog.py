@@ -130,7 +130,10 @@ class RepoCatalog:
 def resolve_revision(repo: pygit2.Repository, revision: str) -> str | None:
     """The commit id `revision` names in `repo`: a branch, a tag, or an unambiguous sha prefix."""
     for prefix in ("refs/heads/", "refs/tags/"):
-        ref = repo.references.get(prefix + revision)
+        try:
+            ref = repo.references.get(prefix + revision)
+        except (ValueError, pygit2.InvalidSpecError):
+            return None
         if ref is not None:
             return _peel_to_commit(repo, ref.resolve().target)
     if _HEX.match(revision):

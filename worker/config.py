@@ -22,7 +22,7 @@ CONFIG_FILENAME: Final = "repo-reader.toml"
 PositiveInt = Annotated[int, Meta(ge=1)]
 NonNegativeInt = Annotated[int, Meta(ge=0)]
 PositiveFloat = Annotated[float, Meta(gt=0)]
-RepoName = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")]
+RepoName = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_-][A-Za-z0-9_.-]*/(?!\.\.?$)[A-Za-z0-9_.-]+$")]
 
 
 class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

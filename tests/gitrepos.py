@@ -1,0 +1,117 @@
+"""Builds real git repositories for tests with pygit2: deterministic ids, nested trees, symlinks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pygit2
+
+SIGNATURE_TIME = 1_700_000_000
+
+
+class Symlink(str):
+    """A file content that is committed as a symbolic link to this target."""
+
+
+Content = bytes | str | Symlink
+Files = Mapping[str, Content]
+
+
+def signature(offset: int = 0) -> pygit2.Signature:
+    """A fixed author, `offset` seconds after a fixed moment, so commit ids repeat."""
+    return pygit2.Signature("Test Author", "test@example.invalid", SIGNATURE_TIME + offset, 0)
+
+
+def init_repo(path: Path, *, bare: bool = False) -> pygit2.Repository:
+    """An empty repository at `path`."""
+    return pygit2.init_repository(str(path), bare=bare, initial_head="main")
+
+
+def _tree(repo: pygit2.Repository, files: Mapping[str, Content | None], base: pygit2.Tree | None) -> pygit2.Oid:
+    """A tree of `files` over `base`; a None content removes the path."""
+    here: dict[str, Content | None] = {}
+    below: dict[str, dict[str, Content | None]] = {}
+    for path, content in files.items():
+        head, sep, rest = path.partition("/")
+        if sep:
+            below.setdefault(head, {})[rest] = content
+        else:
+            here[head] = content
+    builder = repo.TreeBuilder(base) if base is not None else repo.TreeBuilder()
+    for name, content in here.items():
+        if content is None:
+            if base is not None and name in base:
+                builder.remove(name)
+        elif isinstance(content, Symlink):
+            builder.insert(name, repo.create_blob(str(content).encode()), pygit2.enums.FileMode.LINK)
+        else:
+            data = content.encode() if isinstance(content, str) else content
+            builder.insert(name, repo.create_blob(data), pygit2.enums.FileMode.BLOB)
+    for name, subfiles in below.items():
+        sub_base = None
+        if base is not None and name in base:
+            entry = base[name]
+            sub_base = repo[entry.id] if entry.type_str == "tree" else None
+        sub_id = _tree(repo, subfiles, sub_base)
+        if len(repo[sub_id]) == 0:
+            if base is not None and name in base:
+                builder.remove(name)
+            continue
+        builder.insert(name, sub_id, pygit2.enums.FileMode.TREE)
+    return builder.write()
+
+
+def commit(
+    repo: pygit2.Repository,
+    files: Mapping[str, Content | None],
+    *,
+    message: str = "change",
+    branch: str = "main",
+    tick: int | None = None,
+) -> str:
+    """Commit `files` (None removes a path) on top of `branch`; returns the commit id."""
+    ref_name = f"refs/heads/{branch}"
+    parent = repo.references[ref_name].peel(pygit2.Commit) if ref_name in repo.references else None
+    tree = _tree(repo, files, parent.tree if parent else None)
+    when = signature(tick if tick is not None else _depth(parent))
+    oid = repo.create_commit(ref_name, when, when, message, tree, [parent.id] if parent else [])
+    return str(oid)
+
+
+def _depth(commit_: pygit2.Commit | None) -> int:
+    depth = 0
+    while commit_ is not None:
+        depth += 1
+        commit_ = commit_.parents[0] if commit_.parents else None
+    return depth
+
+
+def make_repo(path: Path, files: Mapping[str, Content], *, message: str = "initial") -> tuple[pygit2.Repository, str]:
+    """A new repository at `path` with one commit of `files` on `main`."""
+    repo = init_repo(path)
+    return repo, commit(repo, files, message=message)
+
+
+MIT_LICENSE = """MIT License
+
+Copyright (c) 2024 Test Author
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+"""
