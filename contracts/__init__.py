@@ -1,6 +1,25 @@
 """Wire types of the repo-reader protocol: msgspec Structs and subject names, no I/O."""
 
+from contracts.code import (
+    CodeListRequest,
+    CodeListResponse,
+    CodeReadRequest,
+    CodeReadResponse,
+    CodeSearchHit,
+    CodeSearchRequest,
+    CodeSearchResponse,
+    DirectoryEntry,
+)
 from contracts.errors import ErrorCode, ErrorReply, RepoReaderError
+from contracts.git import (
+    CommitSummary,
+    GitChurnRequest,
+    GitChurnResponse,
+    GitHistoryRequest,
+    GitHistoryResponse,
+    ModuleChurn,
+)
+from contracts.repo import RepoStatusRequest, RepoStatusResponse
 from contracts.research import (
     FileConstraints,
     LicenseConstraints,
@@ -36,14 +55,30 @@ __all__ = [
     "QUEUE_GROUP",
     "SERVICE_NAME",
     "WORKER_SUBJECTS",
+    "CodeListRequest",
+    "CodeListResponse",
+    "CodeReadRequest",
+    "CodeReadResponse",
+    "CodeSearchHit",
+    "CodeSearchRequest",
+    "CodeSearchResponse",
+    "CommitSummary",
+    "DirectoryEntry",
     "ErrorCode",
     "ErrorReply",
     "FileConstraints",
+    "GitChurnRequest",
+    "GitChurnResponse",
+    "GitHistoryRequest",
+    "GitHistoryResponse",
     "LicenseConstraints",
+    "ModuleChurn",
     "RepoConstraints",
     "RepoReaderError",
     "RepoReaderRequest",
     "RepoReaderResponse",
+    "RepoStatusRequest",
+    "RepoStatusResponse",
     "ResearchArtifact",
     "ResolvedRepo",
     "ResultLimits",

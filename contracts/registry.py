@@ -6,12 +6,28 @@ from typing import Final
 
 import msgspec
 
+from contracts.code import (
+    CodeListRequest,
+    CodeListResponse,
+    CodeReadRequest,
+    CodeReadResponse,
+    CodeSearchRequest,
+    CodeSearchResponse,
+)
 from contracts.errors import ErrorReply
+from contracts.git import GitChurnRequest, GitChurnResponse, GitHistoryRequest, GitHistoryResponse
+from contracts.repo import RepoStatusRequest, RepoStatusResponse
 from contracts.research import RepoReaderRequest, RepoReaderResponse
 from contracts.subjects import Subject
 
 MESSAGES: Final[dict[Subject, tuple[type[msgspec.Struct], type[msgspec.Struct]]]] = {
     Subject.RESEARCH: (RepoReaderRequest, RepoReaderResponse),
+    Subject.CODE_SEARCH: (CodeSearchRequest, CodeSearchResponse),
+    Subject.CODE_READ: (CodeReadRequest, CodeReadResponse),
+    Subject.CODE_LIST: (CodeListRequest, CodeListResponse),
+    Subject.GIT_HISTORY: (GitHistoryRequest, GitHistoryResponse),
+    Subject.GIT_CHURN: (GitChurnRequest, GitChurnResponse),
+    Subject.REPO_STATUS: (RepoStatusRequest, RepoStatusResponse),
 }
 """Request and response type of every subject that is served."""
 

@@ -48,6 +48,53 @@ class ResearchDefaults(_Section):
     max_total_excerpts: PositiveInt = 10
 
 
+class ToolLimits(_Section):
+    """Defaults and ceilings of the agent tools (`code.*`, `git.*`); above a ceiling is refused."""
+
+    search_default_results: PositiveInt = 20
+    search_max_results: PositiveInt = 100
+    search_max_query_chars: PositiveInt = 1000
+    search_max_line_chars: PositiveInt = 400
+    """A longer matched line is returned as a window around the match."""
+    search_max_context_chars: PositiveInt = 2000
+    search_regex_max_mem_bytes: PositiveInt = 8 << 20
+    """RE2's memory budget for one compiled pattern; a pattern needing more is refused."""
+    search_on_demand_index_bytes: PositiveInt = 256 << 20
+    """Text a worker indexes in memory for a revision without a stored trigram index."""
+    read_default_lines: PositiveInt = 200
+    read_max_lines: PositiveInt = 2000
+    read_max_chars: PositiveInt = 20000
+    list_default_entries: PositiveInt = 200
+    list_max_entries: PositiveInt = 5000
+    history_default_days: PositiveInt = 30
+    history_max_days: PositiveInt = 3660
+    history_default_limit: PositiveInt = 20
+    history_max_limit: PositiveInt = 200
+    history_max_message_chars: PositiveInt = 2000
+    history_max_files_per_commit: PositiveInt = 50
+    churn_max_window_days: PositiveInt = 366
+    churn_max_depth: PositiveInt = 8
+    churn_default_modules: PositiveInt = 10
+    churn_max_modules: PositiveInt = 200
+    churn_max_commits: PositiveInt = 5000
+    """Commits examined per churn request; a busier window is answered over its newest ones."""
+
+    def __post_init__(self) -> None:
+        for default, ceiling in (
+            ("search_default_results", "search_max_results"),
+            ("read_default_lines", "read_max_lines"),
+            ("list_default_entries", "list_max_entries"),
+            ("history_default_days", "history_max_days"),
+            ("history_default_limit", "history_max_limit"),
+            ("churn_default_modules", "churn_max_modules"),
+        ):
+            if getattr(self, default) > getattr(self, ceiling):
+                raise msgspec.ValidationError(
+                    f"tools.{default} = {getattr(self, default)} is above "
+                    f"tools.{ceiling} = {getattr(self, ceiling)}"
+                )
+
+
 class CapabilityConfig(_Section):
     """Whether a capability is served, and its per-minute budget shared by all workers (0: none)."""
 
@@ -113,6 +160,7 @@ class Config(_Section):
     defaults: ResearchDefaults = ResearchDefaults()
     policy: PolicyConfig = PolicyConfig()
     capabilities: Capabilities = Capabilities()
+    tools: ToolLimits = ToolLimits()
     repos: tuple[RepoEntry, ...] = ()
 
     def __post_init__(self) -> None:

@@ -1,0 +1,41 @@
+"""The `repo.*` message family (seed 002): the state of a repository's mirror."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import msgspec
+
+from contracts.errors import RepoReaderError
+from contracts.types import RepoRef
+
+
+class RepoStatusRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Ask for the mirror state of one registered repository."""
+
+    repo: RepoRef
+
+
+class RepoStatusResponse(msgspec.Struct, frozen=True, kw_only=True):
+    """What the last sync published and when the next one is due."""
+
+    request_id: str
+    batch: int = 0
+    last: bool = True
+    errors: tuple[RepoReaderError, ...] = ()
+    repo: str = ""
+    default_ref: str = ""
+    head: str = ""
+    """The default branch's commit at the last sync."""
+    synced_at: dt.datetime | None = None
+    sync_interval_seconds: int = 0
+    next_sync_in_seconds: int = 0
+    """Seconds until the next scheduled sync; 0 when it is due or overdue."""
+    indexed: bool = False
+    """The head has a stored research index."""
+    indexed_commit: str | None = None
+    code_search_indexed: bool = False
+    """The head has a stored trigram index, so code.search on it needs no on-demand build."""
+    license: str | None = None
+    """The SPDX expression of the root license at the head, when one was detected."""
+    license_source: str | None = None

@@ -1,0 +1,134 @@
+"""Paths inside a git tree: validated as text, then walked object by object, never touching disk.
+
+A caller's path names an entry of the tree at a resolved commit. It is checked before
+anything is looked up (no leading `/`, no `.`, `..` or empty segments, no backslash,
+no NUL or other control character), and it is resolved one segment at a time through
+tree objects, so a symlink in the middle of a path is never followed and nothing is
+ever joined onto a filesystem path.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from typing import Final
+
+import pygit2
+
+from worker.errors import InvalidRequest, NotFound
+
+MODE_TREE: Final = 0o040000
+MODE_LINK: Final = 0o120000
+MODE_COMMIT: Final = 0o160000
+
+
+@dataclass(frozen=True, slots=True)
+class TreeEntry:
+    """An entry found at a path: its kind (`file`, `directory`, `symlink`, `submodule`)."""
+
+    path: str
+    name: str
+    kind: str
+    mode: int
+    id: str
+
+
+def entry_kind(mode: int) -> str:
+    """The kind of a tree entry from its git file mode."""
+    if mode == MODE_TREE:
+        return "directory"
+    if mode == MODE_LINK:
+        return "symlink"
+    if mode == MODE_COMMIT:
+        return "submodule"
+    return "file"
+
+
+def split_repo_path(path: str, *, field: str = "path", allow_root: bool = False) -> tuple[str, ...]:
+    """The segments of `path`, or InvalidRequest naming `field` and what is wrong with it.
+
+    The empty path is the root (when `allow_root`), returned as no segments.
+    """
+    if path == "":
+        if allow_root:
+            return ()
+        raise InvalidRequest(f"{field}: the path is empty", field=field, reason="empty")
+    problem = _path_problem(path)
+    if problem is not None:
+        raise InvalidRequest(
+            f"{field}: {path!r} is not a path inside the repository ({problem})",
+            field=field,
+            reason=problem,
+        )
+    return tuple(path.split("/"))
+
+
+def _path_problem(path: str) -> str | None:
+    if path.startswith("/"):
+        return "absolute path"
+    if "\\" in path:
+        return "backslash"
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in path):
+        return "control character"
+    for segment in path.split("/"):
+        if segment == "":
+            return "empty segment"
+        if segment in (".", ".."):
+            return f"'{segment}' segment"
+    return None
+
+
+def find_entry(tree: pygit2.Tree, segments: tuple[str, ...], *, field: str = "path") -> TreeEntry:
+    """The entry at `segments` under `tree` (the root itself for no segments), else NotFound."""
+    path = "/".join(segments)
+    if not segments:
+        return TreeEntry(path="", name="", kind="directory", mode=MODE_TREE, id=str(tree.id))
+    current = tree
+    for depth, name in enumerate(segments):
+        walked = "/".join(segments[:depth])
+        if name not in current:
+            raise NotFound(
+                f"{field}: {path!r} does not exist at this revision",
+                field=field,
+                path=path,
+                missing=walked + ("/" if walked else "") + name,
+            )
+        entry = current[name]
+        mode = int(entry.filemode)
+        if depth == len(segments) - 1:
+            return TreeEntry(
+                path=path, name=name, kind=entry_kind(mode), mode=mode, id=str(entry.id)
+            )
+        if mode != MODE_TREE:
+            raise NotFound(
+                f"{field}: {path!r} does not exist at this revision "
+                f"({'/'.join(segments[: depth + 1])} is a {entry_kind(mode)}, not a directory)",
+                field=field,
+                path=path,
+                missing="/".join(segments[: depth + 2]),
+                blocked_by=entry_kind(mode),
+            )
+        assert isinstance(entry, pygit2.Tree)
+        current = entry
+    raise AssertionError("unreachable")
+
+
+def resolve_link_target(link_path: str, target: str) -> str | None:
+    """The in-tree path a symlink at `link_path` points to, or None when it leaves the tree.
+
+    Pure string arithmetic on '/'-separated paths: an absolute target, or one whose `..`
+    segments climb above the root, leaves the tree.
+    """
+    if not target or target.startswith("/") or "\\" in target or "\0" in target:
+        return None
+    parts: list[str] = [p for p in posixpath.dirname(link_path).split("/") if p]
+    for segment in target.split("/"):
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            if not parts:
+                return None
+            parts.pop()
+        else:
+            parts.append(segment)
+    return "/".join(parts) or None
