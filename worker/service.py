@@ -154,7 +154,7 @@ class WorkerService:
         headers = request.headers or {}
         request_id = headers.get(HEADER_REQUEST_ID) or uuid.uuid4().hex
         subject = Subject(request.subject)
-        codec = self._codecs.for_headers(headers)
+        codec = self._codecs.for_message(headers, request.data)
         reply_headers = {HEADER_CONTENT_TYPE: codec.content_type, HEADER_REQUEST_ID: request_id}
         with structlog.contextvars.bound_contextvars(request_id=request_id, subject=subject.value):
             try:

@@ -1,7 +1,9 @@
 """Encoding and decoding on the wire: one typed decoder per subject and content type.
 
 MessagePack is the default; a request with `Content-Type: application/json` is decoded
-as JSON and answered in JSON. `error_from_exception` is the one place any exception
+as JSON and answered in JSON. A request with no Content-Type whose body starts with `{`
+is JSON too, so `nats req SUBJECT '{"query": ...}'` works from a shell: a MessagePack
+request is a map, whose first byte is never `{`. `error_from_exception` is the one place any exception
 becomes a wire `RepoReaderError`.
 """
 

@@ -13,10 +13,12 @@ CODECS = Codecs({Subject.RESEARCH: RepoReaderRequest})
 
 
 def test_content_type_picks_the_codec() -> None:
-    """JSON only when the header says so (parameters and case ignored); MessagePack otherwise."""
-    assert CODECS.for_headers({"Content-Type": "Application/JSON; charset=utf-8"}).content_type == CONTENT_TYPE_JSON
-    assert CODECS.for_headers(None).content_type == CONTENT_TYPE_MSGPACK
-    assert CODECS.for_headers({"Content-Type": "text/plain"}).content_type == CONTENT_TYPE_MSGPACK
+    """The header decides when present (parameters and case ignored); else a leading '{' is JSON."""
+    json_header = {"Content-Type": "Application/JSON; charset=utf-8"}
+    assert CODECS.for_message(json_header, b"\x81").content_type == CONTENT_TYPE_JSON
+    assert CODECS.for_message({"Content-Type": "application/msgpack"}, b"{}").content_type == CONTENT_TYPE_MSGPACK
+    assert CODECS.for_message(None, b'  {"query": "x"}').content_type == CONTENT_TYPE_JSON
+    assert CODECS.for_message(None, msgspec.msgpack.encode({"query": "x"})).content_type == CONTENT_TYPE_MSGPACK
 
 
 @pytest.mark.parametrize(
