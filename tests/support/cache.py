@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,6 +12,7 @@ from worker.config import Config
 if TYPE_CHECKING:
     from worker.mirror import Mirror
 
+SourceFactory = Callable[..., tuple[Path, str]]
 """The `make_source` fixture: (name, files=None) -> (repository path, head commit)."""
 
 SAMPLE_FILES: dict[str, Content] = {

@@ -139,7 +139,8 @@ def test_spdx_header_wins_and_nested_license_applies(
     files: dict[str, Content] = {
         "LICENSE": MIT_LICENSE,
         "core/engine.py": (
-            "# SPDX-License-Identifier: Apache-2.0 OR MIT\ndef start_engine():\n    return 'turbine'\n"
+            "# SPDX-License-Identifier: Apache-2.0 OR MIT\n"
+            "def start_engine():\n    return 'turbine'\n"
         ),
         "vendor/lib/LICENSE": BSD_3_CLAUSE,
         "vendor/lib/turbine.py": "def spin_turbine():\n    return 'turbine spinning'\n",
