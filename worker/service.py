@@ -24,9 +24,9 @@ from typing import Any
 
 import structlog
 from nats.aio.client import Client as NATS
-from nats.micro import ServiceConfig, add_service
+from nats.micro import add_service
 from nats.micro.request import Request
-from nats.micro.service import EndpointStats, Service
+from nats.micro.service import EndpointStats, Service, ServiceConfig
 
 from contracts.errors import ErrorReply
 from contracts.subjects import (
@@ -161,7 +161,13 @@ class WorkerService:
                 reply = await self._answer(subject, request.data, codec, request_id, started)
             except Exception as exc:
                 await self._reply_error(
-                    request, exc, codec, request_id, reply_headers, subject, started
+                    request,
+                    exc,
+                    codec=codec,
+                    request_id=request_id,
+                    headers=reply_headers,
+                    subject=subject,
+                    started=started,
                 )
                 return
             for message in reply.messages:

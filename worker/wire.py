@@ -3,8 +3,9 @@
 MessagePack is the default; a request with `Content-Type: application/json` is decoded
 as JSON and answered in JSON. A request with no Content-Type whose body starts with `{`
 is JSON too, so `nats req SUBJECT '{"query": ...}'` works from a shell: a MessagePack
-request is a map, whose first byte is never `{`. `error_from_exception` is the one place any exception
-becomes a wire `RepoReaderError`.
+request is a map, whose first byte is never `{`.
+
+`error_from_exception` is the one place any exception becomes a wire `RepoReaderError`.
 """
 
 from __future__ import annotations
