@@ -1,47 +1,15 @@
-"""Shared fixtures: a fresh real NATS server per test, real git repositories, a mirrored cache."""
+"""Fixtures: a fresh real NATS server per test, real git repositories, a mirrored cache."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.gitrepos import MIT_LICENSE, Content, make_repo
-from worker.config import Config
+from tests.support.cache import SAMPLE_FILES, MirroredCache, SourceFactory
+from tests.support.gitrepos import Content, make_repo
 from worker.embedded_nats import EmbeddedNats
-
-if TYPE_CHECKING:
-    from worker.mirror import Mirror
-
-SAMPLE_FILES: dict[str, Content] = {
-    "LICENSE": MIT_LICENSE,
-    "README.md": "# Sample\n\nA tiny package that parses configuration files and routes requests.\n",
-    "sample/config.py": (
-        '"""Configuration loading."""\n\n'
-        "import tomllib\n\n\n"
-        "def load_config(path):\n"
-        '    """Read the TOML configuration file at path."""\n'
-        '    with open(path, "rb") as handle:\n'
-        "        return tomllib.load(handle)\n\n\n"
-        "class ConfigError(Exception):\n"
-        '    """Raised when the configuration is invalid."""\n'
-    ),
-    "sample/routing.py": (
-        '"""Request routing."""\n\n\n'
-        "class Router:\n"
-        '    """Maps URL paths to handler functions."""\n\n'
-        "    def __init__(self):\n"
-        "        self.routes = {}\n\n"
-        "    def add_route(self, path, handler):\n"
-        '        """Register handler for requests to path."""\n'
-        "        self.routes[path] = handler\n\n"
-        "    def dispatch(self, path, request):\n"
-        '        """Call the handler registered for path."""\n'
-        "        return self.routes[path](request)\n"
-    ),
-}
 
 
 @pytest.fixture
@@ -52,7 +20,7 @@ def nats_server() -> Iterator[EmbeddedNats]:
 
 
 @pytest.fixture
-def make_source(tmp_path: Path) -> Callable[..., tuple[Path, str]]:
+def make_source(tmp_path: Path) -> SourceFactory:
     """Builds a source repository under tmp_path from a {path: content} mapping."""
 
     def build(name: str, files: dict[str, Content] | None = None) -> tuple[Path, str]:
@@ -61,37 +29,6 @@ def make_source(tmp_path: Path) -> Callable[..., tuple[Path, str]]:
         return path, head
 
     return build
-
-
-class MirroredCache:
-    """A cache directory with a mirror that registers and syncs source repositories."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.config_file = root / "repo-reader.toml"
-        self.mirror = self._mirror()
-
-    def _mirror(self) -> Mirror:
-        from worker.mirror import Mirror
-
-        return Mirror(self.root, self.config_file)
-
-    def add(self, name: str, source: Path) -> str:
-        """Register and sync `source` as `name`; returns the mirrored head."""
-        self.mirror.add(name, str(source))
-        (result,) = self.mirror.sync([name])
-        return result.head
-
-    def set_config(self, extra_toml: str) -> Config:
-        """Prepend settings to the config file (keeping the registered repos) and reload it."""
-        body = self.config_file.read_text() if self.config_file.exists() else ""
-        self.config_file.write_text(extra_toml + "\n" + body)
-        self.mirror = self._mirror()
-        return self.mirror.config
-
-    @property
-    def config(self) -> Config:
-        return self.mirror.config
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from contracts.research import (
     RepoReaderRequest,
     ResultLimits,
 )
-from worker.config import ConfigError, config_path, default_cache_dir, load_config
-from worker.errors import RepoReaderFailure
+from worker.config import config_path, default_cache_dir, load_config
+from worker.errors import ConfigError, RepoReaderFailure
 
 if TYPE_CHECKING:
     from worker.mirror import Mirror, SyncResult

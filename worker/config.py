@@ -29,7 +29,7 @@ class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     """Base of every config table: unknown keys are errors."""
 
 
-class ResearchCeilings(_Section):
+class ResearchCeilings(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The most any research request may ask for."""
 
     max_query_chars: PositiveInt = 8000
@@ -39,7 +39,7 @@ class ResearchCeilings(_Section):
     max_total_excerpts: PositiveInt = 200
 
 
-class ResearchDefaults(_Section):
+class ResearchDefaults(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """What a research request gets for each limit it leaves out."""
 
     max_repos: PositiveInt = 5
@@ -48,7 +48,7 @@ class ResearchDefaults(_Section):
     max_total_excerpts: PositiveInt = 10
 
 
-class ToolLimits(_Section):
+class ToolLimits(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Defaults and ceilings of the agent tools (`code.*`, `git.*`); above a ceiling is refused."""
 
     search_default_results: PositiveInt = 20
@@ -95,14 +95,14 @@ class ToolLimits(_Section):
                 )
 
 
-class CapabilityConfig(_Section):
+class CapabilityConfig(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Whether a capability is served, and its per-minute budget shared by all workers (0: none)."""
 
     enabled: bool = True
     rate_per_minute: NonNegativeInt = 0
 
 
-class Capabilities(_Section):
+class Capabilities(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One table per capability; keys use `_` where the subject uses `.`."""
 
     research: CapabilityConfig = CapabilityConfig()
@@ -119,7 +119,7 @@ class Capabilities(_Section):
         return found if found is not None else CapabilityConfig(enabled=False)
 
 
-class ServerConfig(_Section):
+class ServerConfig(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """How a worker runs."""
 
     request_timeout_seconds: PositiveFloat = 10.0
@@ -130,28 +130,28 @@ class ServerConfig(_Section):
     """How many on-demand indexes of pinned revisions a worker keeps."""
 
 
-class MirrorConfig(_Section):
+class MirrorConfig(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """How the mirror runs."""
 
     sync_interval_seconds: PositiveInt = 3600
     """The period of scheduled syncs; reported to callers as the next sync time."""
 
 
-class PolicyConfig(_Section):
+class PolicyConfig(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Server-side access policy."""
 
     deny: tuple[str, ...] = ()
     """`owner/name` glob patterns that are never served, even when mirrored."""
 
 
-class RepoEntry(_Section):
+class RepoEntry(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One mirrored repository."""
 
     name: RepoName
     url: str
 
 
-class Config(_Section):
+class Config(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The whole `repo-reader.toml`."""
 
     server: ServerConfig = ServerConfig()

@@ -22,12 +22,12 @@ import structlog
 from worker.cache import CacheLayout, MirrorState, atomic_write_bytes
 from worker.config import (
     Config,
-    ConfigError,
     RepoEntry,
     load_config,
     parse_config,
     render_repo_entry,
 )
+from worker.errors import ConfigError
 from worker.licenses import LicenseResolver
 
 log = structlog.get_logger(__name__)
@@ -54,7 +54,7 @@ class SyncResult:
     seconds: float
 
 
-class _Progress(pygit2.RemoteCallbacks):  # type: ignore[misc]
+class _Progress(pygit2.RemoteCallbacks):
     """Reports transfer progress at most every half second."""
 
     def __init__(self, name: str, report: ProgressCallback | None) -> None:

@@ -19,6 +19,7 @@ from worker.catalog import ResolvedRepo as PinnedRepo
 from worker.config import Config
 from worker.errors import (
     AccessDenied,
+    InternalError,
     InvalidRequest,
     LicenseNotAllowed,
     LicenseUnavailable,
@@ -275,7 +276,7 @@ class ResearchService:
         for candidates in by_file.values():
             plan.check_deadline()
             first = candidates[0]
-            text = decode_text(first.repo.repo[first.hit.blob].data)
+            text = decode_text(_blob_data(first.repo.repo, first.hit.blob))
             if text is None:
                 continue
             for start, end in merge_spans((c.hit.start_line, c.hit.end_line) for c in candidates):
@@ -315,6 +316,13 @@ def _artifact(candidate: _Candidate, excerpt: Excerpt, encoding: str) -> Researc
             end_line=excerpt.end,
         ),
     )
+
+
+def _blob_data(repo: pygit2.Repository, blob_id: str) -> bytes:
+    blob = repo[blob_id]
+    if not isinstance(blob, pygit2.Blob):
+        raise InternalError("the index names an object that is not a blob", blob=blob_id)
+    return blob.data
 
 
 def _tree(repo: pygit2.Repository, commit: str) -> pygit2.Tree:

@@ -24,9 +24,9 @@ from typing import Any
 
 import structlog
 from nats.aio.client import Client as NATS
-from nats.micro import ServiceConfig, add_service
+from nats.micro import add_service
 from nats.micro.request import Request
-from nats.micro.service import EndpointStats, Service
+from nats.micro.service import EndpointStats, Service, ServiceConfig
 
 from contracts.errors import ErrorReply
 from contracts.subjects import (
@@ -154,14 +154,20 @@ class WorkerService:
         headers = request.headers or {}
         request_id = headers.get(HEADER_REQUEST_ID) or uuid.uuid4().hex
         subject = Subject(request.subject)
-        codec = self._codecs.for_headers(headers)
+        codec = self._codecs.for_message(headers, request.data)
         reply_headers = {HEADER_CONTENT_TYPE: codec.content_type, HEADER_REQUEST_ID: request_id}
         with structlog.contextvars.bound_contextvars(request_id=request_id, subject=subject.value):
             try:
                 reply = await self._answer(subject, request.data, codec, request_id, started)
             except Exception as exc:
                 await self._reply_error(
-                    request, exc, codec, request_id, reply_headers, subject, started
+                    request,
+                    exc,
+                    codec=codec,
+                    request_id=request_id,
+                    headers=reply_headers,
+                    subject=subject,
+                    started=started,
                 )
                 return
             for message in reply.messages:

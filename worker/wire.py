@@ -1,8 +1,11 @@
 """Encoding and decoding on the wire: one typed decoder per subject and content type.
 
 MessagePack is the default; a request with `Content-Type: application/json` is decoded
-as JSON and answered in JSON. `error_from_exception` is the one place any exception
-becomes a wire `RepoReaderError`.
+as JSON and answered in JSON. A request with no Content-Type whose body starts with `{`
+is JSON too, so `nats req SUBJECT '{"query": ...}'` works from a shell: a MessagePack
+request is a map, whose first byte is never `{`.
+
+`error_from_exception` is the one place any exception becomes a wire `RepoReaderError`.
 """
 
 from __future__ import annotations
@@ -60,14 +63,13 @@ class Codecs:
         self.json = Codec(CONTENT_TYPE_JSON, request_types)
         self.msgpack = Codec(CONTENT_TYPE_MSGPACK, request_types)
 
-    def for_headers(self, headers: Mapping[str, str] | None) -> Codec:
-        """JSON when the message says `Content-Type: application/json`, else MessagePack."""
-        content_type = (headers or {}).get(HEADER_CONTENT_TYPE, "")
-        return (
-            self.json
-            if content_type.split(";")[0].strip().lower() == CONTENT_TYPE_JSON
-            else self.msgpack
-        )
+    def for_message(self, headers: Mapping[str, str] | None, data: bytes) -> Codec:
+        """The codec a message asks for by its Content-Type, or by its first byte without one."""
+        content_type = (headers or {}).get(HEADER_CONTENT_TYPE)
+        if content_type is None:
+            return self.json if data.lstrip()[:1] == b"{" else self.msgpack
+        media_type = content_type.split(";")[0].strip().lower()
+        return self.json if media_type == CONTENT_TYPE_JSON else self.msgpack
 
 
 def _invalid(message: str) -> InvalidRequest:

@@ -19,7 +19,9 @@ requests = st.builds(
 @given(requests)
 def test_request_round_trips_through_both_encodings(request: RepoReaderRequest) -> None:
     """Any request survives MessagePack and JSON unchanged."""
-    assert msgspec.msgpack.decode(msgspec.msgpack.encode(request), type=RepoReaderRequest) == request
+    assert (
+        msgspec.msgpack.decode(msgspec.msgpack.encode(request), type=RepoReaderRequest) == request
+    )
     assert msgspec.json.decode(msgspec.json.encode(request), type=RepoReaderRequest) == request
 
 
@@ -55,7 +57,8 @@ def test_response_tolerates_unknown_fields() -> None:
 def test_error_reply_decodes_as_every_response_type() -> None:
     """An error reply decodes with the response type of whatever subject was asked."""
     reply = ErrorReply(
-        request_id="r1", errors=(RepoReaderError(code=ErrorCode.TIMEOUT, message="late", details={"s": 1}),)
+        request_id="r1",
+        errors=(RepoReaderError(code=ErrorCode.TIMEOUT, message="late", details={"s": 1}),),
     )
     data = msgspec.msgpack.encode(reply)
     for _, response_type in MESSAGES.values():

@@ -34,7 +34,9 @@ def artifact(i: int, size: int) -> ResearchArtifact:
 def test_batches_fit_and_keep_order(sizes: list[int], max_payload: int) -> None:
     """Every message fits the payload, batches count up, only the last is last, order is kept."""
     artifacts = [artifact(i, s) for i, s in enumerate(sizes)]
-    messages = research_batches("rid", RESOLVED, artifacts, max_payload=max_payload, encode=msgspec.msgpack.encode)
+    messages = research_batches(
+        "rid", RESOLVED, artifacts, max_payload=max_payload, encode=msgspec.msgpack.encode
+    )
     decoded = [msgspec.msgpack.decode(m, type=RepoReaderResponse) for m in messages]
     assert all(len(m) <= max_payload for m in messages)
     assert [d.batch for d in decoded] == list(range(len(decoded)))
@@ -47,4 +49,6 @@ def test_batches_fit_and_keep_order(sizes: list[int], max_payload: int) -> None:
 def test_artifact_larger_than_payload_is_internal() -> None:
     """An artifact that cannot fit in any message is an internal error, not a broken reply."""
     with pytest.raises(InternalError):
-        research_batches("r", RESOLVED, [artifact(0, 10_000)], max_payload=4096, encode=msgspec.json.encode)
+        research_batches(
+            "r", RESOLVED, [artifact(0, 10_000)], max_payload=4096, encode=msgspec.json.encode
+        )

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from worker.config import Config, ConfigError, config_path, load_config, parse_config, render_repo_entry
+from worker.config import (
+    Config,
+    ConfigError,
+    config_path,
+    load_config,
+    parse_config,
+    render_repo_entry,
+)
 
 
 def test_missing_file_gives_defaults(tmp_path: Path) -> None:
@@ -26,13 +33,22 @@ def test_missing_file_is_an_error_when_required(tmp_path: Path) -> None:
     ("text", "fragment"),
     [
         ("[limits]\nmax_repo = 3\n", "unknown field `max_repo` - at `$.limits`"),
-        ("[defaults]\nmax_repos = 100\n", "defaults.max_repos = 100 is above limits.max_repos = 20"),
+        (
+            "[defaults]\nmax_repos = 100\n",
+            "defaults.max_repos = 100 is above limits.max_repos = 20",
+        ),
         ("[limits\n", "not valid TOML"),
         ('[[repos]]\nname = "noslash"\nurl = "/x"\n', "$.repos[0].name"),
         ("[server]\nrequest_timeout_seconds = 0\n", "$.server.request_timeout_seconds"),
-        ("[capabilities.code_search]\nrate_per_minute = -1\n", "$.capabilities.code_search.rate_per_minute"),
+        (
+            "[capabilities.code_search]\nrate_per_minute = -1\n",
+            "$.capabilities.code_search.rate_per_minute",
+        ),
         ("[capabilities.teleport]\nenabled = true\n", "unknown field `teleport`"),
-        ('[[repos]]\nname = "a/b"\nurl = "x"\n[[repos]]\nname = "A/B"\nurl = "y"\n', "listed twice: a/b"),
+        (
+            '[[repos]]\nname = "a/b"\nurl = "x"\n[[repos]]\nname = "A/B"\nurl = "y"\n',
+            "listed twice: a/b",
+        ),
     ],
 )
 def test_mistakes_are_named(text: str, fragment: str) -> None:
@@ -46,7 +62,9 @@ def test_mistakes_are_named(text: str, fragment: str) -> None:
 def test_repo_lookup_and_policy() -> None:
     """Repositories are found case-insensitively and deny patterns are globs."""
     config = parse_config(
-        '[policy]\ndeny = ["secret/*"]\n' + render_repo_entry("Owner/Repo", "/x") + render_repo_entry("secret/x", "/y")
+        '[policy]\ndeny = ["secret/*"]\n'
+        + render_repo_entry("Owner/Repo", "/x")
+        + render_repo_entry("secret/x", "/y")
     )
     entry = config.repo("owner/repo")
     assert entry is not None

@@ -7,7 +7,9 @@ from hypothesis import strategies as st
 
 from worker.excerpts import cut_excerpt, decode_text, is_binary, merge_spans
 
-lines_strategy = st.lists(st.text(alphabet=st.characters(exclude_characters="\n"), max_size=60), min_size=1, max_size=40)
+lines_strategy = st.lists(
+    st.text(alphabet=st.characters(exclude_characters="\n"), max_size=60), min_size=1, max_size=40
+)
 
 
 @given(lines_strategy, st.integers(1, 40), st.integers(1, 40), st.integers(1, 300))

@@ -13,18 +13,32 @@ CODECS = Codecs({Subject.RESEARCH: RepoReaderRequest})
 
 
 def test_content_type_picks_the_codec() -> None:
-    """JSON only when the header says so (parameters and case ignored); MessagePack otherwise."""
-    assert CODECS.for_headers({"Content-Type": "Application/JSON; charset=utf-8"}).content_type == CONTENT_TYPE_JSON
-    assert CODECS.for_headers(None).content_type == CONTENT_TYPE_MSGPACK
-    assert CODECS.for_headers({"Content-Type": "text/plain"}).content_type == CONTENT_TYPE_MSGPACK
+    """The header decides when present (parameters and case ignored); else a leading '{' is JSON."""
+    json_header = {"Content-Type": "Application/JSON; charset=utf-8"}
+    assert CODECS.for_message(json_header, b"\x81").content_type == CONTENT_TYPE_JSON
+    assert (
+        CODECS.for_message({"Content-Type": "application/msgpack"}, b"{}").content_type
+        == CONTENT_TYPE_MSGPACK
+    )
+    assert CODECS.for_message(None, b'  {"query": "x"}').content_type == CONTENT_TYPE_JSON
+    assert (
+        CODECS.for_message(None, msgspec.msgpack.encode({"query": "x"})).content_type
+        == CONTENT_TYPE_MSGPACK
+    )
 
 
 @pytest.mark.parametrize(
     ("document", "field"),
     [
         (b'{"query": "q", "repo_constraints": {"alowlist": []}}', "repo_constraints.alowlist"),
-        (b'{"query": "q", "file_constraints": {"max_excerpt_chars": "ten"}}', "file_constraints.max_excerpt_chars"),
-        (b'{"query": "q", "repo_constraints": {"allowlist": ["ok/ok", "bad path"]}}', "repo_constraints.allowlist[1]"),
+        (
+            b'{"query": "q", "file_constraints": {"max_excerpt_chars": "ten"}}',
+            "file_constraints.max_excerpt_chars",
+        ),
+        (
+            b'{"query": "q", "repo_constraints": {"allowlist": ["ok/ok", "bad path"]}}',
+            "repo_constraints.allowlist[1]",
+        ),
         (b'{"colour": 1}', "colour"),
         (b'{"query": 1}', "query"),
     ],
@@ -48,7 +62,11 @@ def test_malformed_bytes_are_invalid_requests() -> None:
 def test_errors_map_to_the_wire_and_back() -> None:
     """Failures keep code, message and details; anything else is INTERNAL without leaking text."""
     error = error_from_exception(RepoNotFound("gone", repo="a/b"))
-    assert (error.code, error.message, error.details) == (ErrorCode.REPO_NOT_FOUND, "gone", {"repo": "a/b"})
+    assert (error.code, error.message, error.details) == (
+        ErrorCode.REPO_NOT_FOUND,
+        "gone",
+        {"repo": "a/b"},
+    )
     internal = error_from_exception(KeyError("secret path /etc/x"))
     assert internal.code == ErrorCode.INTERNAL
     assert "secret" not in msgspec.json.encode(internal).decode()

@@ -28,7 +28,9 @@ def init_repo(path: Path, *, bare: bool = False) -> pygit2.Repository:
     return pygit2.init_repository(str(path), bare=bare, initial_head="main")
 
 
-def _tree(repo: pygit2.Repository, files: Mapping[str, Content | None], base: pygit2.Tree | None) -> pygit2.Oid:
+def _tree(
+    repo: pygit2.Repository, files: Mapping[str, Content | None], base: pygit2.Tree | None
+) -> pygit2.Oid:
     """A tree of `files` over `base`; a None content removes the path."""
     here: dict[str, Content | None] = {}
     below: dict[str, dict[str, Content | None]] = {}
@@ -44,7 +46,9 @@ def _tree(repo: pygit2.Repository, files: Mapping[str, Content | None], base: py
             if base is not None and name in base:
                 builder.remove(name)
         elif isinstance(content, Symlink):
-            builder.insert(name, repo.create_blob(str(content).encode()), pygit2.enums.FileMode.LINK)
+            builder.insert(
+                name, repo.create_blob(str(content).encode()), pygit2.enums.FileMode.LINK
+            )
         else:
             data = content.encode() if isinstance(content, str) else content
             builder.insert(name, repo.create_blob(data), pygit2.enums.FileMode.BLOB)
@@ -87,7 +91,9 @@ def _depth(commit_: pygit2.Commit | None) -> int:
     return depth
 
 
-def make_repo(path: Path, files: Mapping[str, Content], *, message: str = "initial") -> tuple[pygit2.Repository, str]:
+def make_repo(
+    path: Path, files: Mapping[str, Content], *, message: str = "initial"
+) -> tuple[pygit2.Repository, str]:
     """A new repository at `path` with one commit of `files` on `main`."""
     repo = init_repo(path)
     return repo, commit(repo, files, message=message)
@@ -114,4 +120,32 @@ AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
 LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
 OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
 SOFTWARE.
+"""
+
+BSD_3_CLAUSE = """Copyright (c) 2024, Test Author
+
+Redistribution and use in source and binary forms, with or without
+modification, are permitted provided that the following conditions are met:
+
+1. Redistributions of source code must retain the above copyright notice, this
+   list of conditions and the following disclaimer.
+
+2. Redistributions in binary form must reproduce the above copyright notice,
+   this list of conditions and the following disclaimer in the documentation
+   and/or other materials provided with the distribution.
+
+3. Neither the name of the copyright holder nor the names of its
+   contributors may be used to endorse or promote products derived from
+   this software without specific prior written permission.
+
+THIS SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS AND CONTRIBUTORS "AS IS"
+AND ANY EXPRESS OR IMPLIED WARRANTIES, INCLUDING, BUT NOT LIMITED TO, THE
+IMPLIED WARRANTIES OF MERCHANTABILITY AND FITNESS FOR A PARTICULAR PURPOSE ARE
+DISCLAIMED. IN NO EVENT SHALL THE COPYRIGHT HOLDER OR CONTRIBUTORS BE LIABLE
+FOR ANY DIRECT, INDIRECT, INCIDENTAL, SPECIAL, EXEMPLARY, OR CONSEQUENTIAL
+DAMAGES (INCLUDING, BUT NOT LIMITED TO, PROCUREMENT OF SUBSTITUTE GOODS OR
+SERVICES; LOSS OF USE, DATA, OR PROFITS; OR BUSINESS INTERRUPTION) HOWEVER
+CAUSED AND ON ANY THEORY OF LIABILITY, WHETHER IN CONTRACT, STRICT LIABILITY,
+OR TORT (INCLUDING NEGLIGENCE OR OTHERWISE) ARISING IN ANY WAY OUT OF THE USE
+OF THIS SOFTWARE, EVEN IF ADVISED OF THE POSSIBILITY OF SUCH DAMAGE.
 """

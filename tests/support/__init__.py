@@ -1,0 +1,1 @@
+"""Helpers shared by the tests: repository builders, worker processes, mirrored caches."""

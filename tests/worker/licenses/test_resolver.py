@@ -1,0 +1,262 @@
+"""Tests of resolving the license of files and repositories in real git snapshots."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pygit2
+import pytest
+
+from tests.support.gitrepos import Symlink
+from tests.worker.licenses.conftest import SnapshotFactory, license_text
+from worker.errors import NotFound
+from worker.licenses import LicenseCache, LicenseInfo, LicenseResolver
+
+GARBAGE = "This project's license is on our website. Please see https://example.com/legal.\n"
+CODE = b"def main():\n    return 0\n"
+
+
+def file_license(repo: pygit2.Repository, tree: pygit2.Tree, path: str) -> LicenseInfo | None:
+    """Resolve the license of the file at `path` with a fresh resolver."""
+    blob = tree / path
+    assert isinstance(blob, pygit2.Blob)
+    return LicenseResolver(repo).for_file(tree, path, blob)
+
+
+@pytest.mark.parametrize(
+    ("name", "header"),
+    [
+        ("a.py", "# SPDX-License-Identifier: Apache-2.0\n"),
+        ("a.c", "/* SPDX-License-Identifier: Apache-2.0 */\n"),
+        ("a.rs", "// SPDX-License-Identifier: Apache-2.0\n"),
+        ("a.sql", "-- SPDX-License-Identifier: Apache-2.0\n"),
+        ("a.html", "<!-- SPDX-License-Identifier: Apache-2.0 -->\n"),
+        ("a.el", ";; SPDX-License-Identifier: Apache-2.0\n"),
+    ],
+)
+def test_header_wins_over_root_license(snapshot: SnapshotFactory, name: str, header: str) -> None:
+    """A file's SPDX header decides its license even under an MIT root LICENSE."""
+    repo, tree = snapshot({"LICENSE": license_text("MIT"), f"src/{name}": header + "x\n"})
+    assert file_license(repo, tree, f"src/{name}") == LicenseInfo(
+        spdx="Apache-2.0", source="spdx-header"
+    )
+
+
+def test_root_license_file(snapshot: SnapshotFactory) -> None:
+    """Without a header, a file takes the root LICENSE, and so does the repository."""
+    repo, tree = snapshot({"LICENSE": license_text("MIT"), "pkg/deep/er/mod.py": CODE})
+    expected = LicenseInfo(spdx="MIT", source="LICENSE")
+    assert file_license(repo, tree, "pkg/deep/er/mod.py") == expected
+    assert LicenseResolver(repo).for_root(tree) == expected
+
+
+def test_nested_license_overrides_root(snapshot: SnapshotFactory) -> None:
+    """A license file in a subdirectory applies below it; elsewhere the root one applies."""
+    repo, tree = snapshot(
+        {
+            "LICENSE": license_text("MIT"),
+            "vendor/x/COPYING": license_text("GPL-3.0-only"),
+            "vendor/x/lib/a.c": CODE,
+            "vendor/x/b.c": CODE,
+            "vendor/y/c.c": CODE,
+            "src/main.c": CODE,
+        }
+    )
+    gpl = LicenseInfo(spdx="GPL-3.0-only", source="vendor/x/COPYING")
+    mit = LicenseInfo(spdx="MIT", source="LICENSE")
+    assert file_license(repo, tree, "vendor/x/lib/a.c") == gpl
+    assert file_license(repo, tree, "vendor/x/b.c") == gpl
+    assert file_license(repo, tree, "vendor/y/c.c") == mit
+    assert file_license(repo, tree, "src/main.c") == mit
+    assert LicenseResolver(repo).for_root(tree) == mit
+
+
+def test_no_license_anywhere(snapshot: SnapshotFactory) -> None:
+    """No header and no license file means no license, for files and for the repository."""
+    repo, tree = snapshot({"README.md": "# hi\n", "src/a.py": CODE})
+    assert file_license(repo, tree, "src/a.py") is None
+    assert LicenseResolver(repo).for_root(tree) is None
+
+
+def test_garbage_license_falls_further_up(snapshot: SnapshotFactory) -> None:
+    """An unidentifiable LICENSE is skipped: the search goes on to the root's license."""
+    repo, tree = snapshot(
+        {"LICENSE.md": license_text("BSD-3-Clause"), "lib/LICENSE": GARBAGE, "lib/a.py": CODE}
+    )
+    assert file_license(repo, tree, "lib/a.py") == LicenseInfo(
+        spdx="BSD-3-Clause", source="LICENSE.md"
+    )
+
+
+def test_garbage_root_license_is_no_license(snapshot: SnapshotFactory) -> None:
+    """A root LICENSE that says nothing identifiable leaves the repository without a license."""
+    repo, tree = snapshot({"LICENSE": GARBAGE, "COPYING": "", "a.py": CODE})
+    assert LicenseResolver(repo).for_root(tree) is None
+    assert file_license(repo, tree, "a.py") is None
+
+
+def test_dual_license_header(snapshot: SnapshotFactory) -> None:
+    """A dual-license header is kept as the OR expression the author wrote."""
+    repo, tree = snapshot(
+        {"LICENSE": license_text("ISC"), "a.rs": "// SPDX-License-Identifier: MIT OR Apache-2.0\n"}
+    )
+    assert file_license(repo, tree, "a.rs") == LicenseInfo(
+        spdx="MIT OR Apache-2.0", source="spdx-header"
+    )
+
+
+def test_two_license_files_combine_with_and(snapshot: SnapshotFactory) -> None:
+    """LICENSE-MIT and LICENSE-APACHE in one directory give both licenses, joined by AND."""
+    repo, tree = snapshot(
+        {
+            "LICENSE-MIT": license_text("MIT"),
+            "LICENSE-APACHE": license_text("Apache-2.0"),
+            "crates/core/lib.rs": CODE,
+        }
+    )
+    expected = LicenseInfo(spdx="Apache-2.0 AND MIT", source="LICENSE-APACHE, LICENSE-MIT")
+    assert LicenseResolver(repo).for_root(tree) == expected
+    assert file_license(repo, tree, "crates/core/lib.rs") == expected
+
+
+def test_same_license_twice_is_one_license(snapshot: SnapshotFactory) -> None:
+    """Two files with the same license name it once and cite both files."""
+    repo, tree = snapshot(
+        {"sub/LICENSE": license_text("MPL-2.0"), "sub/COPYING": license_text("MPL-2.0")}
+    )
+    assert file_license(repo, tree, "sub/COPYING") == LicenseInfo(
+        spdx="MPL-2.0", source="sub/COPYING, sub/LICENSE"
+    )
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00",
+        bytes(range(256)) * 4,
+        b"\xff\xfe" + "MIT License".encode("utf-16-le"),
+        b"\xc3\x28\xa0\xa1 invalid utf-8 \xe2\x82",
+    ],
+)
+def test_binary_or_undecodable_license_file(snapshot: SnapshotFactory, content: bytes) -> None:
+    """A binary or non-UTF-8 LICENSE neither crashes nor counts as a license."""
+    repo, tree = snapshot({"LICENSE": content, "a.py": CODE})
+    assert LicenseResolver(repo).for_root(tree) is None
+    assert file_license(repo, tree, "a.py") is None
+
+
+def test_latin1_license_file(snapshot: SnapshotFactory) -> None:
+    """A Latin-1 encoded license file is still identified."""
+    text = license_text("MIT").replace("Example Author", "Société Générale")
+    repo, tree = snapshot({"LICENCE": text.encode("latin-1")})
+    assert LicenseResolver(repo).for_root(tree) == LicenseInfo(spdx="MIT", source="LICENCE")
+
+
+def test_binary_file_with_header_bytes(snapshot: SnapshotFactory) -> None:
+    """A binary file is searched like any other and falls back to the license file."""
+    repo, tree = snapshot({"LICENSE": license_text("MIT"), "img.png": b"\x89PNG\x00\x00" * 100})
+    assert file_license(repo, tree, "img.png") == LicenseInfo(spdx="MIT", source="LICENSE")
+
+
+def test_symlinked_license_and_license_directory_are_ignored(snapshot: SnapshotFactory) -> None:
+    """A LICENSE symlink or a directory named LICENSE is not a license file."""
+    repo, tree = snapshot(
+        {
+            "COPYING": license_text("GPL-3.0-only"),
+            "sub/LICENSE": Symlink("../COPYING"),
+            "sub/LICENSE.md/x.txt": license_text("MIT"),
+            "sub/a.c": CODE,
+        }
+    )
+    assert file_license(repo, tree, "sub/a.c") == LicenseInfo(spdx="GPL-3.0-only", source="COPYING")
+
+
+def test_submodule_entry_does_not_crash(snapshot: SnapshotFactory) -> None:
+    """A gitlink (submodule) named LICENSE in a tree is skipped."""
+    repo, base = snapshot({"LICENSE": license_text("MIT"), "a.py": CODE})
+    builder = repo.TreeBuilder(base)
+    builder.insert("COPYING", pygit2.Oid(hex="1" * 40), pygit2.enums.FileMode.COMMIT)
+    tree = repo[builder.write()]
+    assert isinstance(tree, pygit2.Tree)
+    assert LicenseResolver(repo).for_root(tree) == LicenseInfo(spdx="MIT", source="LICENSE")
+
+
+def test_path_outside_the_tree(snapshot: SnapshotFactory) -> None:
+    """A path whose directory is not in the tree is NotFound, naming that directory."""
+    repo, tree = snapshot({"a/b.py": CODE})
+    blob = tree / "a/b.py"
+    assert isinstance(blob, pygit2.Blob)
+    with pytest.raises(NotFound) as raised:
+        LicenseResolver(repo).for_file(tree, "a/missing/b.py", blob)
+    assert raised.value.details == {"path": "a/missing"}
+    with pytest.raises(NotFound):
+        LicenseResolver(repo).for_file(tree, "a/b.py/c.py", blob)
+
+
+def test_lookup_reads_only_ancestor_directories(snapshot: SnapshotFactory) -> None:
+    """Resolving one file looks at its ancestors' trees only, never at sibling directories."""
+    files: dict[str, str | bytes] = {f"other{i}/LICENSE": license_text("ISC") for i in range(5)}
+    files |= {"LICENSE": license_text("MIT"), "a/b/c.py": CODE}
+    repo, tree = snapshot(files)
+    cache = LicenseCache()
+    blob = tree / "a/b/c.py"
+    assert isinstance(blob, pygit2.Blob)
+    LicenseResolver(repo, cache=cache).for_file(tree, "a/b/c.py", blob)
+    assert len(cache.directories) == 3
+    for directory in ("a/b", "a"):
+        assert cache.directories.get(str((tree / directory).id), "absent") is None
+    assert len(cache.texts) == 1
+
+
+def test_shared_cache_identifies_a_text_once(snapshot: SnapshotFactory) -> None:
+    """Two repositories with the same LICENSE blob share one cached identification."""
+    cache = LicenseCache()
+    first, first_tree = snapshot({"LICENSE": license_text("MIT"), "x.py": CODE})
+    second, second_tree = snapshot({"LICENSE": license_text("MIT"), "y/z.py": b"pass\n"})
+    assert LicenseResolver(first, cache=cache).for_root(first_tree) is not None
+    assert LicenseResolver(second, cache=cache).for_root(second_tree) is not None
+    assert len(cache.texts) == 1
+    assert len(cache.directories) == 2
+
+
+def test_header_is_cached_by_blob(snapshot: SnapshotFactory) -> None:
+    """Identical files at two paths share one cached header parse."""
+    header = b"# SPDX-License-Identifier: 0BSD\n"
+    repo, tree = snapshot({"a.py": header, "b/a.py": header, "c.py": CODE})
+    cache = LicenseCache()
+    resolver = LicenseResolver(repo, cache=cache)
+    for path in ("a.py", "b/a.py", "c.py"):
+        blob = tree / path
+        assert isinstance(blob, pygit2.Blob)
+        resolver.for_file(tree, path, blob)
+    assert len(cache.headers) == 2
+
+
+def test_concurrent_lookups_agree_with_sequential(snapshot: SnapshotFactory) -> None:
+    """Many threads sharing a resolver get exactly the answers a single thread gets."""
+    files: dict[str, str | bytes] = {"LICENSE": license_text("MIT")}
+    for i in range(6):
+        files[f"d{i}/LICENSE"] = license_text("BSD-3-Clause") if i % 2 else GARBAGE
+        files |= {
+            f"d{i}/s{j}/f{k}.py": CODE + bytes([65 + j, 65 + k]) for j in range(3) for k in range(3)
+        }
+    repo, tree = snapshot(files)
+    paths = sorted(path for path in files if path.endswith(".py"))
+    sequential = LicenseResolver(repo)
+    shared = LicenseResolver(repo, cache=LicenseCache(max_nearest=4, max_directories=4))
+
+    def resolve(resolver: LicenseResolver, path: str) -> LicenseInfo | None:
+        blob = tree / path
+        assert isinstance(blob, pygit2.Blob)
+        return resolver.for_file(tree, path, blob)
+
+    expected = [resolve(sequential, path) for path in paths]
+    assert {info.source if info else None for info in expected} == {
+        "LICENSE",
+        "d1/LICENSE",
+        "d3/LICENSE",
+        "d5/LICENSE",
+    }
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for _ in range(3):
+            assert list(pool.map(lambda path: resolve(shared, path), paths)) == expected
