@@ -155,7 +155,7 @@ class CodeReadResponse(msgspec.Struct, frozen=True, kw_only=True):
     partial_line: bool = False
     """The excerpt is the start of one line longer than the bound."""
     next_start_line: int | None = None
-    """Where to continue reading; None at the end of the file or of the requested range."""
+    """The first line after the excerpt, where to continue; None once the file's end is reached."""
     too_large: bool = False
     """The blob is larger than the server excerpts; metadata only."""
     language: str | None = None

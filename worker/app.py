@@ -13,10 +13,12 @@ import structlog
 
 from contracts.research import RepoReaderRequest
 from contracts.subjects import Subject
+from worker.agenttools import AgentTools
 from worker.batching import research_batches
 from worker.cache import CacheLayout
 from worker.catalog import RepoCatalog
 from worker.config import Config
+from worker.ratelimit import RateLimiter
 from worker.research import ResearchService
 from worker.search import IndexStore
 from worker.service import Capability, Reply, RequestContext, WorkerService
@@ -54,6 +56,7 @@ class Worker:
             scratch_dir=scratch_dir,
         )
         self.research = ResearchService(config, self.catalog, self.indexes)
+        self.tools = AgentTools(config, self.catalog)
 
     def capabilities(self) -> list[Capability]:
         """Every capability this worker serves, with its enabled flag from the config."""
@@ -64,6 +67,7 @@ class Worker:
                 handle=self._research,
                 enabled=self.config.capabilities.research.enabled,
             ),
+            *self.tools.capabilities(),
         ]
 
     def _research(self, request: RepoReaderRequest, context: RequestContext) -> Reply:
@@ -102,11 +106,15 @@ async def serve(
         max_reconnect_attempts=-1,
         drain_timeout=max(30, int(worker.config.server.request_timeout_seconds * 2)),
     )
+    capabilities = worker.capabilities()
     service = WorkerService(
         nc,
-        worker.capabilities(),
+        capabilities,
         request_timeout=worker.config.server.request_timeout_seconds,
         concurrency=concurrency,
+        admission=await RateLimiter.connect(
+            nc, worker.config.capabilities, [c.subject for c in capabilities]
+        ),
         ready_file=ready_file,
     )
     stop = stop or asyncio.Event()

@@ -1,4 +1,4 @@
-"""The `repo-reader` command: serve, mirror, ask, schema, quickstart."""
+"""The `repo-reader` command: serve, mirror, ask, the agent tools, schema, quickstart."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from contracts.research import (
 )
 from worker.config import config_path, default_cache_dir, load_config
 from worker.errors import ConfigError, RepoReaderFailure
+from worker.toolcli import add_tool_commands, run_tool_command
 
 if TYPE_CHECKING:
     from worker.mirror import Mirror, SyncResult
@@ -96,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--timeout", type=float, default=30.0)
     ask.add_argument("--json", action="store_true", help="print the answer as JSON")
 
+    add_tool_commands(commands, default_nats=DEFAULT_NATS_URL)
+
     schema = commands.add_parser("schema", help="write the JSON Schemas of every message")
     schema.add_argument("--out", type=Path, help="file to write (default: stdout)")
 
@@ -124,6 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _mirror(args, cache)
             case "ask":
                 return asyncio.run(_ask(args))
+            case "search" | "read" | "list" | "history" | "churn" | "status":
+                return asyncio.run(run_tool_command(args))
             case "schema":
                 return _schema(args)
             case "quickstart":

@@ -215,6 +215,7 @@ class Mirror:
         return target
 
     def _index(self, entry: RepoEntry, repo: pygit2.Repository, head: str) -> bool:
+        from worker.codesearch.store import index_commit
         from worker.search import build_commit_index
 
         self._report(entry.name, f"indexing {head[:12]}")
@@ -224,6 +225,9 @@ class Mirror:
             repo,
             head,
             max_blob_bytes=self.config.server.max_blob_bytes,
+        )
+        index_commit(
+            self.layout, entry.name, repo, head, max_blob_bytes=self.config.server.max_blob_bytes
         )
         return True
 

@@ -114,6 +114,4 @@ class LanguageFilter:
         self._names = frozenset(_FILE_NAMES.get(wanted, ()))
 
     def __call__(self, path: str) -> bool:
-        return (
-            extension_of(path) in self._extensions or path.rsplit("/", 1)[-1] in self._names
-        )
+        return extension_of(path) in self._extensions or path.rsplit("/", 1)[-1] in self._names

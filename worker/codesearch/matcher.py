@@ -76,7 +76,8 @@ def compile_query(query: str, *, regex: bool, ignore_case: bool, max_mem: int) -
     options.log_errors = False
     options.max_mem = max_mem
     options.case_sensitive = not ignore_case
-    pattern = query if regex else re2.escape(query)
+    # (?m): `^` and `$` match at line boundaries, as in grep.
+    pattern = f"(?m){query}" if regex else re2.escape(query)
     try:
         program = re2.compile(pattern.encode(), options)
     except re2.error as exc:

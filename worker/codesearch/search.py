@@ -1,0 +1,387 @@
+"""The `code.search` capability: index-preselected files, RE2-verified lines, ranked hits.
+
+Ranking (deterministic; ties broken by path, then line number):
+
+    score = 0.6 * line quality + 0.4 * file prior            (both in [0, 1])
+    line quality = 0.5 + 0.3 if the match is a whole word + 0.2 if the line defines something
+    file prior   = 0.5 + 0.2 * shallowness + 0.3 if a literal query is in the file name
+                   - 0.3 under test, vendor or fixture directories
+
+Files are verified in order of prior, best first, and verification stops once the
+worst of the `max_results` hits kept outscores anything a remaining file could reach
+(`exhaustive` is then false). A query that needs every file verified and cannot finish
+within the request's time budget is TIMEOUT, with how far it got in the details.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+import pygit2
+
+from contracts.code import CodeSearchHit, CodeSearchRequest
+from worker.catalog import RepoCatalog, ResolvedRepo
+from worker.codesearch.index import CommitIndex
+from worker.codesearch.languages import LanguageFilter, extension_of, language_of
+from worker.codesearch.matcher import (
+    CompiledQuery,
+    LineMatch,
+    compile_path_filter,
+    compile_query,
+    is_whole_word,
+)
+from worker.codesearch.queryplan import MATCH_ALL
+from worker.codesearch.store import CodeIndexCache
+from worker.config import Config
+from worker.errors import LimitExceeded, Timeout
+from worker.excerpts import decode_text, is_binary
+from worker.licenses import LicenseCache
+from worker.tooling import LicensedFiles, pin, within_ceiling
+
+QUALITY_WEIGHT: Final = 0.6
+PRIOR_WEIGHT: Final = 0.4
+_LOW_PRIORITY_DIRS: Final = frozenset(
+    {"test", "tests", "testing", "__tests__", "spec", "specs", "testdata", "fixtures",
+     "vendor", "third_party", "thirdparty", "node_modules"}
+)  # fmt: skip
+_DEFINITION: Final = re.compile(
+    rb"\s*(?:(?:export|public|private|protected|static|async|pub|extern|inline|abstract|final)"
+    rb"\s+)*(?:def|class|func|fn|struct|enum|union|interface|trait|impl|type|module|function"
+    rb"|macro|#\s*define)\b"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchAnswer:
+    """The pinned repository, the hits in rank order and how the search went."""
+
+    repo: ResolvedRepo
+    hits: tuple[CodeSearchHit, ...]
+    total_count: int
+    candidate_files: int
+    files_scanned: int
+    exhaustive: bool
+    truncated: bool
+    index: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    score: float
+    row: int
+    line: LineMatch
+
+    def key(self, paths: tuple[str, ...]) -> tuple[float, str, int]:
+        return (-self.score, paths[self.row], self.line.line_number)
+
+
+class _TopHits:
+    """The best `size` hits seen so far, by (score desc, path, line)."""
+
+    def __init__(self, size: int, paths: tuple[str, ...]) -> None:
+        self._size = size
+        self._paths = paths
+        self._items: list[_Found] = []
+        self._floor: float | None = None
+
+    def floor(self) -> float | None:
+        """The lowest score still kept once `size` hits are held, else None."""
+        self._trim()
+        return self._floor
+
+    def add(self, found: _Found) -> None:
+        if self._floor is not None and found.score < self._floor:
+            return
+        self._items.append(found)
+        if len(self._items) >= 4 * self._size:
+            self._trim()
+
+    def best(self) -> list[_Found]:
+        self._trim()
+        return list(self._items)
+
+    def _trim(self) -> None:
+        self._items.sort(key=lambda f: f.key(self._paths))
+        del self._items[self._size :]
+        if len(self._items) >= self._size:
+            self._floor = self._items[-1].score
+
+
+class CodeSearch:
+    """Answers code.search requests from the mirrors and their trigram indexes."""
+
+    def __init__(
+        self,
+        config: Config,
+        catalog: RepoCatalog,
+        indexes: CodeIndexCache,
+        licenses: LicenseCache,
+    ) -> None:
+        self.config = config
+        self.catalog = catalog
+        self.indexes = indexes
+        self.licenses = licenses
+
+    def search(self, request: CodeSearchRequest, *, deadline: float) -> SearchAnswer:
+        """Check, resolve and search; raises a RepoReaderFailure for any refusal."""
+        limits = self.config.tools
+        if len(request.query) > limits.search_max_query_chars:
+            raise LimitExceeded(
+                f"query: {len(request.query)} characters is above the ceiling of "
+                f"{limits.search_max_query_chars}",
+                field="query",
+                limit=limits.search_max_query_chars,
+                value=len(request.query),
+            )
+        max_results = within_ceiling(
+            "max_results",
+            request.max_results,
+            default=limits.search_default_results,
+            ceiling=limits.search_max_results,
+        )
+        compiled = compile_query(
+            request.query,
+            regex=request.regex,
+            ignore_case=request.ignore_case,
+            max_mem=limits.search_regex_max_mem_bytes,
+        )
+        wanted = _path_selector(request)
+        pinned = pin(self.catalog, request.repo, request.revision)
+        licensed = LicensedFiles(pinned, self.licenses, required=request.require_license)
+        index = self.indexes.open(pinned.name, pinned.repo, pinned.commit, deadline=deadline)
+        rows = [int(r) for r in index.candidates(compiled.plan) if wanted(index.paths[int(r)])]
+        source = "scan" if compiled.plan == MATCH_ALL else index.source
+        scan = _Scan(
+            repo=pinned.repo,
+            index=index,
+            compiled=compiled,
+            max_results=max_results,
+            deadline=deadline,
+            source=source,
+        )
+        scan.run(rows)
+        hits = self._hits(pinned, index, scan.top.best(), licensed, request.context_lines)
+        return SearchAnswer(
+            repo=pinned,
+            hits=hits,
+            total_count=scan.total,
+            candidate_files=len(rows),
+            files_scanned=scan.scanned,
+            exhaustive=scan.exhaustive,
+            truncated=scan.total > len(hits) or not scan.exhaustive,
+            index=source,
+        )
+
+    def _hits(
+        self,
+        pinned: ResolvedRepo,
+        index: CommitIndex,
+        found: list[_Found],
+        licensed: LicensedFiles,
+        context_lines: int,
+    ) -> tuple[CodeSearchHit, ...]:
+        limits = self.config.tools
+        hits = []
+        files: dict[int, tuple[pygit2.Blob, list[str], str]] = {}
+        for item in found:
+            if item.row not in files:
+                blob = pinned.repo[index.blob_hex(item.row)]
+                assert isinstance(blob, pygit2.Blob)
+                text = decode_text(blob.data)
+                assert text is not None  # binary blobs are never scanned
+                files[item.row] = (blob, list(text.lines), text.encoding)
+            blob, lines, encoding = files[item.row]
+            path = index.paths[item.row]
+            attribution = licensed.of(path, blob)
+            hits.append(
+                _hit(
+                    path=path,
+                    data=blob.data,
+                    lines=lines,
+                    encoding=encoding,
+                    found=item,
+                    blob=str(blob.id),
+                    license=attribution.license,
+                    license_source=attribution.source,
+                    context_lines=context_lines,
+                    max_line_chars=limits.search_max_line_chars,
+                    max_context_chars=limits.search_max_context_chars,
+                )
+            )
+        return tuple(hits)
+
+
+class _Scan:
+    """Verifies candidate files in prior order, keeping the best hits."""
+
+    def __init__(
+        self,
+        *,
+        repo: pygit2.Repository,
+        index: CommitIndex,
+        compiled: CompiledQuery,
+        max_results: int,
+        deadline: float,
+        source: str,
+    ) -> None:
+        self.repo = repo
+        self.index = index
+        self.compiled = compiled
+        self.deadline = deadline
+        self.source = source
+        self.top = _TopHits(max_results, index.paths)
+        self.total = 0
+        self.scanned = 0
+        self.exhaustive = True
+
+    def run(self, rows: list[int]) -> None:
+        paths = self.index.paths
+        priors = {row: file_prior(paths[row], self.compiled.needle) for row in rows}
+        ordered = sorted(rows, key=lambda row: (-priors[row], paths[row]))
+        for position, row in enumerate(ordered):
+            if time.monotonic() > self.deadline:
+                raise Timeout(
+                    "code.search ran out of its time budget verifying candidate files; "
+                    "narrow it with a longer literal, a path, language or extension filter",
+                    stage="code.search.scan",
+                    index=self.source,
+                    candidate_files=len(rows),
+                    files_scanned=self.scanned,
+                    files_left=len(rows) - position,
+                )
+            floor = self.top.floor()
+            if floor is not None and floor > QUALITY_WEIGHT + PRIOR_WEIGHT * priors[row]:
+                self.exhaustive = False
+                return
+            self._verify(row, priors[row])
+
+    def _verify(self, row: int, prior: float) -> None:
+        blob = self.repo[self.index.blob_hex(row)]
+        assert isinstance(blob, pygit2.Blob)
+        data: bytes = blob.data
+        if is_binary(data):
+            return
+        self.scanned += 1
+        for line in self.compiled.lines(data):
+            self.total += 1
+            quality = 0.5
+            if is_whole_word(data, line.match_start, line.match_end):
+                quality += 0.3
+            if _DEFINITION.match(data, line.line_start, line.line_end):
+                quality += 0.2
+            score = round(QUALITY_WEIGHT * quality + PRIOR_WEIGHT * prior, 4)
+            self.top.add(_Found(score=score, row=row, line=line))
+
+
+def file_prior(path: str, needle: str | None) -> float:
+    """How likely a file is to hold the hit a caller wants, before reading it (0..1)."""
+    segments = path.lower().split("/")
+    prior = 0.5 + 0.2 * (1 - min(len(segments) - 1, 8) / 8)
+    if needle is not None and len(needle) >= 3 and needle in segments[-1]:
+        prior += 0.3
+    if _LOW_PRIORITY_DIRS.intersection(segments[:-1]):
+        prior -= 0.3
+    return round(max(0.0, min(1.0, prior)), 4)
+
+
+def _path_selector(request: CodeSearchRequest) -> _Selector:
+    return _Selector(
+        glob=compile_path_filter(request.path) if request.path is not None else None,
+        language=LanguageFilter(request.language) if request.language is not None else None,
+        extensions=(
+            frozenset(e.lower() for e in request.extensions)
+            if request.extensions is not None
+            else None
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Selector:
+    glob: Callable[[str], bool] | None
+    language: LanguageFilter | None
+    extensions: frozenset[str] | None
+
+    def __call__(self, path: str) -> bool:
+        if self.extensions is not None and extension_of(path) not in self.extensions:
+            return False
+        if self.language is not None and not self.language(path):
+            return False
+        return self.glob is None or self.glob(path)
+
+
+def _hit(
+    *,
+    path: str,
+    data: bytes,
+    lines: list[str],
+    encoding: str,
+    found: _Found,
+    blob: str,
+    license: str,
+    license_source: str,
+    context_lines: int,
+    max_line_chars: int,
+    max_context_chars: int,
+) -> CodeSearchHit:
+    match = found.line
+    line = lines[match.line_number - 1]
+    column = len(data[match.line_start : match.match_start].decode(encoding, "replace"))
+    length = len(data[match.match_start : match.match_end].decode(encoding, "replace"))
+    offset, shown = _line_window(line, column, length, max_line_chars)
+    context = _context(lines, match.line_number, context_lines, max_context_chars)
+    return CodeSearchHit(
+        path=path,
+        line_number=match.line_number,
+        column=column + 1,
+        match_length=length,
+        matched_line=shown,
+        line_offset=offset,
+        line_truncated=len(shown) < len(line),
+        context=context[0],
+        context_span=context[1],
+        score=found.score,
+        blob=blob,
+        language=language_of(path),
+        encoding=encoding,
+        license=license,
+        license_source=license_source,
+    )
+
+
+def _line_window(line: str, column: int, length: int, limit: int) -> tuple[int, str]:
+    """(offset, text): the line, or `limit` characters of it around the match."""
+    if len(line) <= limit:
+        return 0, line
+    start = max(0, min(column - max(0, (limit - length) // 2), len(line) - limit))
+    return start, line[start : start + limit]
+
+
+def line_count(lines: list[str]) -> int:
+    """Lines of a text split on '\\n', not counting the empty one after a final line break."""
+    return len(lines) - 1 if len(lines) > 1 and lines[-1] == "" else len(lines)
+
+
+def _context(lines: list[str], number: int, size: int, limit: int) -> tuple[str, str | None]:
+    """Exactly lines a..b around line `number`, at most `size` of them and `limit` chars."""
+    total = max(line_count(lines), number)
+    before = (size - 1) // 2
+    first = max(1, number - before)
+    last = min(total, first + size - 1)
+    first = max(1, last - size + 1)
+
+    def length(a: int, b: int) -> int:
+        return sum(len(x) for x in lines[a - 1 : b]) + (b - a)
+
+    while length(first, last) > limit and (first < number or last > number):
+        if number - first >= last - number and first < number:
+            first += 1
+        else:
+            last -= 1
+    if length(first, last) > limit:
+        return "", None
+    return "\n".join(lines[first - 1 : last]), f"L{first}-L{last}"
