@@ -115,6 +115,20 @@ def _decode(raw: bytes) -> str:
         return raw.decode("latin-1")
 
 
+def _as_utf8(data: bytes) -> bytes:
+    """The blob as valid UTF-8 for the parser: non-UTF-8 text is read as latin-1.
+
+    Re-encoding never adds or removes a b"\n", so rows stay those of the original blob.
+    """
+    if data.isascii():
+        return data
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1").encode("utf-8")
+    return data
+
+
 def _definitions(data: bytes, language: str) -> list[_Definition]:
     """Top-level definitions with nested children, qualified names filled in."""
     tree = _parser(language).parse(data)
@@ -234,5 +248,5 @@ def chunk_blob(data: bytes, language: str | None) -> tuple[list[Chunk], npt.NDAr
         return _text_windows(lines), starts
     assert language is not None
     emitter = _Emitter(lines, comment_prefixes(language), MAX_CHUNK_LINES)
-    emitter.region(0, lines.n - 1, None, "module", _definitions(data, language))
+    emitter.region(0, lines.n - 1, None, "module", _definitions(_as_utf8(data), language))
     return emitter.chunks, starts
