@@ -9,6 +9,7 @@ Statistics (N, df, average lengths) count only the commit's live chunks.
 from __future__ import annotations
 
 import heapq
+import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,11 @@ import numpy.typing as npt
 from worker.search.commit_view import CommitTables, PathIndex
 from worker.search.segment import Segment
 from worker.search.tokens import raw_tokens, token_terms
+
+_TEST_PATH: Final = re.compile(
+    r"(^|/)(tests?|testing|__tests__|spec)/|(^|/)test_[^/]*$|_tests?\.[^/]*$|(^|/)conftest\.py$"
+)
+_DOC_PATH: Final = re.compile(r"\.(md|rst|txt|adoc)$|(^|/)(docs?|Documentation)/", re.IGNORECASE)
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -51,7 +57,7 @@ class RankingParams:
     w_name: float = 2.0
     path_weight: float = 0.5
     """Path-field score relative to the content score in a file's score."""
-    rest_weight: float = 0.1
+    rest_weight: float = 0.0
     """Share of a file's other chunks' scores added to its best chunk's."""
     k3: float = 1.5
     """Saturation of a term's count in the query (long reports repeat words)."""
@@ -60,6 +66,10 @@ class RankingParams:
     max_terms: int = 24
     """Only the highest-weighted query terms are scored: a long report costs no more."""
     diversity_decay: float = 0.5
+    test_prior: float = 0.3
+    """Multiplier of files under a tests directory or named like a test."""
+    doc_prior: float = 0.5
+    """Multiplier of prose files (docs, changelogs: .md, .rst, .txt)."""
 
 
 DEFAULT_PARAMS: Final = RankingParams()
@@ -140,8 +150,19 @@ class CommitIndex:
         self._norm_name = (
             params.w_name / (1 - b + b * self._paths.len_name / max(avg_name, 1e-9))
         ).astype(np.float32)
-        self._path_order_key = np.arange(self.n_paths, dtype=np.int64)
+        self._prior = self._path_priors(params)
         self._ext_masks: dict[frozenset[str], npt.NDArray[np.bool_]] = {}
+
+    def _path_priors(self, params: RankingParams) -> F64:
+        prior = np.ones(self.n_paths, dtype=np.float64)
+        if params.test_prior == 1.0 and params.doc_prior == 1.0:
+            return prior
+        for row, path in enumerate(self._paths.paths.to_pylist()):
+            if _TEST_PATH.search(path):
+                prior[row] = params.test_prior
+            elif _DOC_PATH.search(path):
+                prior[row] = params.doc_prior
+        return prior
 
     def _extension_mask(self, extensions: frozenset[str]) -> npt.NDArray[np.bool_]:
         mask = self._ext_masks.get(extensions)
@@ -248,6 +269,7 @@ class CommitIndex:
         file_score = blob_score[self._path_gblob] + self.params.path_weight * self._path_scores(
             selected
         )
+        file_score *= self._prior
         if extensions is not None:
             file_score[~self._extension_mask(extensions)] = 0.0
         candidates = np.flatnonzero(file_score > 0)
