@@ -11,7 +11,6 @@ whole identifiers.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from functools import lru_cache
 from typing import Final
 
@@ -314,34 +313,37 @@ def identifier_parts(token: str) -> list[str]:
     return [p.lower() for p in _PART.findall(token)]
 
 
-def analyze_tokens(tokens: Iterable[str]) -> list[list[str]]:
+def analyze_tokens(tokens: list[str]) -> list[list[str]]:
     """For each raw token, the index terms it stands for (possibly none).
 
-    Stemming runs once over all the parts (PyStemmer is C, called per list, not per word).
+    Stemming runs once over all the parts (PyStemmer is C, called per list, not per word);
+    a plain lower-case word skips the identifier regex.
     """
     per_token_parts: list[list[str]] = []
     flat: list[str] = []
     for token in tokens:
-        parts = [p for p in identifier_parts(token) if len(p) >= MIN_TOKEN_CHARS]
+        if token.isalpha() and token.islower():
+            parts = [token]
+        else:
+            parts = [p for p in identifier_parts(token) if len(p) >= MIN_TOKEN_CHARS]
         per_token_parts.append(parts)
         flat.extend(parts)
     stems = iter(_stemmer.stemWords(flat))
     result: list[list[str]] = []
-    for token, parts in zip(_as_list(tokens), per_token_parts, strict=True):
-        terms: list[str] = []
-        for part in parts:
-            stem = next(stems)
-            if part not in STOP_WORDS and stem not in STOP_WORDS:
-                terms.append(stem)
-        whole = token.lower()
-        if len(parts) > 1 or (parts and whole != parts[0] and whole.strip("_") != parts[0]):
-            terms.append(whole)
+    for token, parts in zip(tokens, per_token_parts, strict=True):
+        terms = [
+            stem
+            for part in parts
+            if (stem := next(stems)) not in STOP_WORDS and part not in STOP_WORDS
+        ]
+        if len(parts) > 1:
+            terms.append(token.lower())
+        elif parts:
+            whole = token.lower()
+            if whole != parts[0] and whole.strip("_") != parts[0]:
+                terms.append(whole)
         result.append(terms)
     return result
-
-
-def _as_list(tokens: Iterable[str]) -> list[str]:
-    return tokens if isinstance(tokens, list) else list(tokens)
 
 
 @lru_cache(maxsize=65536)
