@@ -47,8 +47,7 @@ class CommitTables:
     path_postings: pa.Table
 
 
-def _name_stem(path: str) -> str:
-    name = path.rsplit("/", 1)[-1]
+def _name_stem(name: str) -> str:
     stem, dot, _ = name.rpartition(".")
     return stem if dot and stem else name
 
@@ -70,32 +69,48 @@ def build_commit_tables(
         oids.append(oid)
         seg.append(where[0])
         blob.append(where[1])
-    counts: dict[str, dict[int, list[int]]] = {}
+    # Directories repeat across thousands of paths: analyse each once, ids not strings after.
+    term_ids: dict[str, int] = {}
+    dir_cache: dict[str, list[int]] = {}
+    rows: list[int] = []
+    terms: list[int] = []
+    fields: list[int] = []
     len_path = np.zeros(len(paths), dtype=np.int32)
     len_name = np.zeros(len(paths), dtype=np.int32)
+
+    def ids(text: str) -> list[int]:
+        return [term_ids.setdefault(t, len(term_ids)) for t in text_terms(text)]
+
     for i, path in enumerate(paths):
-        path_terms = text_terms(path)
-        name_terms = text_terms(_name_stem(path))
-        len_path[i] = len(path_terms)
-        len_name[i] = len(name_terms)
-        for field, terms in ((0, path_terms), (1, name_terms)):
-            for term in terms:
-                tf = counts.setdefault(term, {}).setdefault(i, [0, 0])
-                tf[field] += 1
-    sorted_terms = sorted(counts, key=str.encode)
-    post_path: list[int] = []
-    post_tf_path: list[int] = []
-    post_tf_name: list[int] = []
-    starts: list[int] = []
-    sizes: list[int] = []
-    for term in sorted_terms:
-        docs = counts[term]
-        starts.append(len(post_path))
-        sizes.append(len(docs))
-        for doc in sorted(docs):
-            post_path.append(doc)
-            post_tf_path.append(min(docs[doc][0], 255))
-            post_tf_name.append(min(docs[doc][1], 255))
+        directory, _, name = path.rpartition("/")
+        dir_ids = dir_cache.get(directory)
+        if dir_ids is None:
+            dir_ids = dir_cache[directory] = ids(directory)
+        path_ids = dir_ids + ids(name)
+        name_ids = ids(_name_stem(name))
+        len_path[i] = len(path_ids)
+        len_name[i] = len(name_ids)
+        rows.extend([i] * (len(path_ids) + len(name_ids)))
+        terms.extend(path_ids)
+        terms.extend(name_ids)
+        fields.extend([0] * len(path_ids))
+        fields.extend([1] * len(name_ids))
+    vocab = sorted(term_ids, key=str.encode)
+    rank = np.empty(len(vocab), dtype=np.int64)
+    rank[[term_ids[t] for t in vocab]] = np.arange(len(vocab), dtype=np.int64)
+    key = (rank[np.asarray(terms, dtype=np.int64)] << 32) | np.asarray(rows, dtype=np.int64)
+    field = np.asarray(fields, dtype=np.int64)
+    unique, inverse = np.unique(key, return_inverse=True)
+    tf_path = np.bincount(inverse, weights=field == 0, minlength=len(unique))
+    tf_name = np.bincount(inverse, weights=field == 1, minlength=len(unique))
+    term_of = unique >> 32
+    sizes = np.bincount(term_of, minlength=len(vocab)).astype(np.int32)
+    starts = np.zeros(len(vocab), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    sorted_terms = vocab
+    post_path = (unique & 0xFFFFFFFF).astype(np.int32)
+    post_tf_path = np.minimum(tf_path, 255).astype(np.uint8)
+    post_tf_name = np.minimum(tf_name, 255).astype(np.uint8)
     return CommitTables(
         paths=pa.table(
             {
@@ -110,15 +125,15 @@ def build_commit_tables(
         path_terms=pa.table(
             {
                 "term": pa.array(sorted_terms, pa.string()),
-                "start": pa.array(starts, pa.int64()),
-                "count": pa.array(sizes, pa.int32()),
+                "start": starts,
+                "count": sizes,
             }
         ),
         path_postings=pa.table(
             {
-                "path": pa.array(post_path, pa.int32()),
-                "tf_path": pa.array(post_tf_path, pa.uint8()),
-                "tf_name": pa.array(post_tf_name, pa.uint8()),
+                "path": post_path,
+                "tf_path": post_tf_path,
+                "tf_name": post_tf_name,
             }
         ),
     )

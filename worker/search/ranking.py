@@ -21,13 +21,17 @@ import numpy as np
 import numpy.typing as npt
 
 from worker.search.commit_view import CommitTables, PathIndex
-from worker.search.segment import Segment
+from worker.search.segment import Segment, file_rss_kib, release_mapped_pages
 from worker.search.tokens import raw_tokens, token_terms
 
 _TEST_PATH: Final = re.compile(
     r"(^|/)(tests?|testing|__tests__|spec)/|(^|/)test_[^/]*$|_tests?\.[^/]*$|(^|/)conftest\.py$"
 )
 _DOC_PATH: Final = re.compile(r"\.(md|rst|txt|adoc)$|(^|/)(docs?|Documentation)/", re.IGNORECASE)
+
+RSS_FILE_BUDGET_KIB: Final = 128 * 1024
+"""Above this RssFile, mapped index pages are dropped from the resident set (see segment)."""
+RSS_CHECK_EVERY: Final = 8
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -151,6 +155,7 @@ class CommitIndex:
             params.w_name / (1 - b + b * self._paths.len_name / max(avg_name, 1e-9))
         ).astype(np.float32)
         self._prior = self._path_priors(params)
+        self._queries = 0
         self._ext_masks: dict[frozenset[str], npt.NDArray[np.bool_]] = {}
 
     def _path_priors(self, params: RankingParams) -> F64:
@@ -251,6 +256,9 @@ class CommitIndex:
 
         Lazy: the caller can filter (licenses, per-repo caps) and stop early.
         """
+        self._queries += 1
+        if self._queries % RSS_CHECK_EVERY == 0 and file_rss_kib() > RSS_FILE_BUDGET_KIB:
+            release_mapped_pages()
         selected = self._selected_terms(query_weights(query, self.params))
         if not selected or not self.n_paths:
             return iter(())

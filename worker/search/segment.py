@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import shutil
 import tempfile
+import threading
+import weakref
 from pathlib import Path
 from typing import Any, Final
 
@@ -52,10 +55,45 @@ def write_table(path: Path, table: pa.Table) -> None:
         writer.write_table(table, max_chunksize=max(table.num_rows, 1))
 
 
+_mappings: weakref.WeakSet[mmap.mmap] = weakref.WeakSet()
+_mappings_lock = threading.Lock()
+
+
 def read_table(path: Path) -> pa.Table:
-    """Memory-map an Arrow IPC file read-only; the columns point into the mapping."""
-    with pa.memory_map(str(path), "r") as source:
-        return pa.ipc.open_file(source).read_all()
+    """Memory-map an Arrow IPC file read-only; the columns point into the mapping.
+
+    Python's mmap (not Arrow's) so that `release_mapped_pages` can madvise it.
+    """
+    with path.open("rb") as f:
+        mapping = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+    with _mappings_lock:
+        _mappings.add(mapping)
+    return pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapping))).read_all()
+
+
+def release_mapped_pages() -> int:
+    """Drop every mapped index page from this process's resident set; returns mappings touched.
+
+    The pages stay in the page cache (shared with other workers): the next touch is a minor
+    fault, no I/O. This bounds RssFile when many queries have touched many postings.
+    """
+    with _mappings_lock:
+        mappings = list(_mappings)
+    for mapping in mappings:
+        mapping.madvise(mmap.MADV_DONTNEED)
+    return len(mappings)
+
+
+def file_rss_kib() -> int:
+    """RssFile of this process in KiB (0 when /proc is not there)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("RssFile:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def atomic_publish(tmp_dir: Path, final_dir: Path) -> None:
