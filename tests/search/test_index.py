@@ -17,7 +17,7 @@ import pytest
 from tests.search.conftest import RepoFactory
 from worker.errors import Timeout
 from worker.search import CommitIndex, IndexStore, SearchHit, build_commit_index
-from worker.search.segment import Segment
+from worker.search.segment import Segment, release_mapped_pages
 
 REPO_ID = "acme/widgets"
 
@@ -304,3 +304,24 @@ def test_lru_is_bounded(make_repo: Callable[[str], RepoFactory], tmp_path: Path)
     store.open(REPO_ID, factory.repo, commits[1], deadline=time.monotonic() + 60)
     assert store.cached() == [(REPO_ID, commits[2]), (REPO_ID, commits[1])]
     assert store.on_demand_builds == 3
+
+
+def test_released_pages_give_identical_results(
+    widgets: tuple[RepoFactory, str], tmp_path: Path
+) -> None:
+    """Dropping mapped index pages from the resident set changes no answer."""
+    factory, commit = widgets
+    build_commit_index(tmp_path / "cache", REPO_ID, factory.repo, commit)
+    index = open_index(tmp_path / "cache", factory.repo, commit)
+    before = take(index.ranked("csrf token rotate pool"))
+    assert release_mapped_pages() > 0
+    assert take(index.ranked("csrf token rotate pool")) == before
+
+
+def test_query_without_informative_terms_has_no_hits(
+    widgets: tuple[RepoFactory, str], tmp_path: Path
+) -> None:
+    """A query of stop words and punctuation ranks nothing."""
+    factory, commit = widgets
+    index = open_index(tmp_path / "cache", factory.repo, commit)
+    assert take(index.ranked("the * of a")) == []
