@@ -52,6 +52,7 @@ class SyncResult:
     received_objects: int
     indexed: bool
     seconds: float
+    index_seconds: float
 
 
 class _Progress(pygit2.RemoteCallbacks):
@@ -135,7 +136,9 @@ class Mirror:
                 repo, received = self._clone(entry, repo_dir)
             default_ref = self._default_ref(entry, repo)
             head = str(repo.references[default_ref].peel(pygit2.Commit).id)
+            index_started = time.monotonic()
             indexed = self._index(entry, repo, head)
+            index_seconds = time.monotonic() - index_started
             root_license = LicenseResolver(repo).for_root(repo[head].peel(pygit2.Commit).tree)
             self.layout.write_state(
                 MirrorState(
@@ -156,6 +159,7 @@ class Mirror:
             received_objects=received,
             indexed=indexed,
             seconds=time.monotonic() - started,
+            index_seconds=index_seconds,
         )
         log.info("mirror.synced", **dataclasses.asdict(result))
         return result

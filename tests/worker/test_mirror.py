@@ -21,7 +21,7 @@ def source_repo(path: Path, *, default: str = "main") -> pygit2.Repository:
     repo.references.create("refs/tags/v1", pygit2.Oid(hex=first))
     repo.references.create("refs/heads/feature", pygit2.Oid(hex=first))
     if default != "main":
-        repo.references.rename("refs/heads/main", f"refs/heads/{default}")
+        repo.branches.local["main"].rename(default)
         repo.set_head(f"refs/heads/{default}")
     return repo
 
@@ -101,11 +101,11 @@ def test_failed_resync_keeps_the_published_state(tmp_path: Path) -> None:
 def test_add_appends_to_the_config_and_refuses_duplicates(tmp_path: Path) -> None:
     """Registering keeps the existing config text; a second registration of a name is refused."""
     config = tmp_path / "repo-reader.toml"
-    config.write_text("# ceilings chosen by ops\n[limits]\nmax_repos = 4\n")
+    config.write_text("# ceilings chosen by ops\n[limits]\nmax_repos = 40\n")
     mirror = Mirror(tmp_path / "cache", config)
     mirror.add("acme/tool", "https://example.invalid/acme/tool.git")
     text = config.read_text()
-    assert text.startswith("# ceilings chosen by ops\n[limits]\nmax_repos = 4\n")
+    assert text.startswith("# ceilings chosen by ops\n[limits]\nmax_repos = 40\n")
     assert Mirror(tmp_path / "cache", config).config.repo("acme/tool") is not None
     with pytest.raises(ConfigError, match="already registered"):
         mirror.add("ACME/tool", "/elsewhere")

@@ -1,0 +1,1 @@
+"""Benchmarks for repo-reader: reproducible corpora, search quality and speed."""

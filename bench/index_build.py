@@ -1,0 +1,232 @@
+"""Micro-benchmarks of the search engine: index build MB/s, incremental build, query latency, RSS.
+
+Also the quality-harness adapter: `RepoReaderSystem` is the `(repo_path, commit, query) ->
+[path]` callable `bench.quality` takes (with `prepare` building the index first).
+
+    python -m bench.index_build build   REPO [--commit SHA] [--workers N] [--cache DIR]
+    python -m bench.index_build query   REPO [--commit SHA] [--cache DIR] [--queries FILE]
+    python -m bench.index_build incremental REPO --base SHA --next SHA [--cache DIR]
+    python -m bench.index_build quality [--cases DIR] [--repo NAME=PATH ...]  (needs bench.quality)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import pygit2
+
+from worker.search import IndexStore, build_commit_index
+from worker.search.build import repo_index_dir, tree_blobs
+
+DEFAULT_QUERIES = (
+    "where is the CSRF token checked",
+    "how are database connections pooled and closed",
+    "parse command line options and arguments",
+    "memory allocation failure handling in the page allocator",
+    "scheduler picks the next task to run",
+    "URL routing and view dispatch",
+    "TLS certificate verification for HTTPS requests",
+    "read configuration file and environment variables",
+    "QuerySet.filter chaining with Q objects",
+    "get_user_name returns the wrong value after login",
+)
+
+
+def rss_figures() -> dict[str, int]:
+    """VmRSS, RssAnon and RssFile of this process, in KiB."""
+    figures = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "RssAnon", "RssFile", "VmHWM"):
+            figures[key] = int(value.split()[0])
+    return figures
+
+
+def source_bytes(repo: pygit2.Repository, commit: str, max_blob_bytes: int = 1 << 20) -> int:
+    """Bytes of text blobs (as indexed) in the commit."""
+    total = 0
+    seen: set[bytes] = set()
+    for _, oid in tree_blobs(repo, commit):
+        if oid in seen:
+            continue
+        seen.add(oid)
+        data = cast(pygit2.Blob, repo[pygit2.Oid(raw=oid)]).data
+        if len(data) <= max_blob_bytes and b"\0" not in data[:8000]:
+            total += len(data)
+    return total
+
+
+def _resolve(repo: pygit2.Repository, rev: str | None) -> str:
+    return str(repo.revparse_single(rev or "HEAD").peel(pygit2.Commit).id)
+
+
+def bench_build(repo_path: Path, commit: str | None, cache: Path, workers: int) -> dict[str, Any]:
+    """Build the index of a commit from nothing; MB/s of indexed source per core used."""
+    repo = pygit2.Repository(str(repo_path))
+    sha = _resolve(repo, commit)
+    size = source_bytes(repo, sha)
+    started = time.perf_counter()
+    build_commit_index(cache, "bench/repo", repo, sha, workers=workers)
+    seconds = time.perf_counter() - started
+    index_bytes = sum(
+        f.stat().st_size for f in repo_index_dir(cache, "bench/repo").rglob("*") if f.is_file()
+    )
+    return {
+        "commit": sha,
+        "source_mb": round(size / 1e6, 1),
+        "seconds": round(seconds, 2),
+        "mb_per_s": round(size / 1e6 / seconds, 2),
+        "mb_per_s_per_core": round(size / 1e6 / seconds / max(1, workers), 2),
+        "index_mb": round(index_bytes / 1e6, 1),
+    }
+
+
+def bench_incremental(repo_path: Path, base: str, nxt: str, cache: Path) -> dict[str, Any]:
+    """Build `base`, then time building `nxt` (which reuses base's segments)."""
+    repo = pygit2.Repository(str(repo_path))
+    base_sha, next_sha = _resolve(repo, base), _resolve(repo, nxt)
+    build_commit_index(cache, "bench/repo", repo, base_sha)
+    started = time.perf_counter()
+    build_commit_index(cache, "bench/repo", repo, next_sha)
+    return {"base": base_sha, "next": next_sha, "seconds": round(time.perf_counter() - started, 3)}
+
+
+def bench_query(
+    repo_path: Path, commit: str | None, cache: Path, queries: Sequence[str], rounds: int = 5
+) -> dict[str, Any]:
+    """Warm query latency (first 20 hits, as the research handler takes them) and RSS."""
+    repo = pygit2.Repository(str(repo_path))
+    sha = _resolve(repo, commit)
+    build_commit_index(cache, "bench/repo", repo, sha)
+    before = rss_figures()
+    store = IndexStore(cache)
+    index = store.open("bench/repo", repo, sha, deadline=time.monotonic() + 600)
+    opened = rss_figures()
+    for q in queries:  # warm-up: page the touched postings in once
+        _take(index.ranked(q), 20)
+    times = []
+    for _ in range(rounds):
+        for q in queries:
+            started = time.perf_counter()
+            _take(index.ranked(q), 20)
+            times.append((time.perf_counter() - started) * 1000)
+    times.sort()
+    return {
+        "queries": len(times),
+        "p50_ms": round(statistics.median(times), 2),
+        "p99_ms": round(times[min(len(times) - 1, int(len(times) * 0.99))], 2),
+        "max_ms": round(times[-1], 2),
+        "rss_kib_before_open": before,
+        "rss_kib_after_open": opened,
+        "rss_kib_after_queries": rss_figures(),
+    }
+
+
+def _take(hits: Any, n: int) -> list[Any]:
+    out = []
+    for hit in hits:
+        out.append(hit)
+        if len(out) >= n:
+            break
+    return out
+
+
+class RepoReaderSystem:
+    """The quality harness's system: files in the order of their first hit."""
+
+    name = "repo-reader"
+
+    def __init__(self, cache: Path | None = None, depth: int = 100) -> None:
+        self.cache = cache or Path(tempfile.mkdtemp(prefix="search-quality-"))
+        self.depth = depth
+        self.store = IndexStore(self.cache, lru_size=8)
+        self._indexes: dict[tuple[str, str], Any] = {}
+
+    def prepare(self, repo_path: Path, commit: str) -> float:
+        """Build the commit's index; returns seconds."""
+        started = time.perf_counter()
+        repo = pygit2.Repository(str(repo_path))
+        repo_id = "bench/" + Path(repo_path).name.removesuffix(".git")
+        build_commit_index(self.cache, repo_id, repo, commit)
+        self._indexes[(str(repo_path), commit)] = self.store.open(
+            repo_id, repo, commit, deadline=time.monotonic() + 3600
+        )
+        return time.perf_counter() - started
+
+    def __call__(self, repo_path: Path, commit: str, query: str) -> list[str]:
+        key = (str(repo_path), commit)
+        if key not in self._indexes:
+            self.prepare(repo_path, commit)
+        files: list[str] = []
+        seen: set[str] = set()
+        for hit in self._indexes[key].ranked(query):
+            if hit.path not in seen:
+                seen.add(hit.path)
+                files.append(hit.path)
+                if len(files) >= self.depth:
+                    break
+        return files
+
+
+def run_quality(argv: Sequence[str]) -> int:
+    """Run bench.quality with this system and the bm25s baseline."""
+    from bench import quality  # type: ignore[attr-defined]
+
+    parser = argparse.ArgumentParser(prog="index_build quality")
+    parser.add_argument("--cases", type=Path, action="append")
+    parser.add_argument("--repo", type=quality._repo_override, action="append", default=[])
+    parser.add_argument("--work", type=Path, default=quality.corpora.DEFAULT_WORK)
+    parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    cases = quality.load_cases(args.cases or [quality.CASES_DIR])
+    repos = quality._repositories(cases, dict(args.repo), args.work.resolve())
+    systems: list[tuple[str, Any]] = [("repo-reader", RepoReaderSystem())]
+    if not args.no_baseline:
+        systems.insert(0, (quality.BM25Baseline.name, quality.BM25Baseline()))
+    reports = [quality.evaluate(name, system, cases, repos) for name, system in systems]
+    if args.verbose:
+        for report in reports:
+            for outcome in report.outcomes:
+                print(f"{report.name} {outcome.case.id}: rank {outcome.rank} {outcome.top[:3]}")
+    print(quality.render_table(reports))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "quality":
+        return run_quality(args[1:])
+    parser = argparse.ArgumentParser(prog="python -m bench.index_build", description=__doc__)
+    parser.add_argument("what", choices=["build", "query", "incremental"])
+    parser.add_argument("repo", type=Path)
+    parser.add_argument("--commit")
+    parser.add_argument("--base")
+    parser.add_argument("--next")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--cache", type=Path)
+    parser.add_argument("--queries", type=Path, help="one query per line")
+    ns = parser.parse_args(args)
+    cache = ns.cache or Path(tempfile.mkdtemp(prefix="search-bench-"))
+    if ns.what == "build":
+        result = bench_build(ns.repo, ns.commit, cache, ns.workers)
+    elif ns.what == "incremental":
+        result = bench_incremental(ns.repo, ns.base, ns.next, cache)
+    else:
+        queries = ns.queries.read_text().splitlines() if ns.queries is not None else DEFAULT_QUERIES
+        result = bench_query(ns.repo, ns.commit, cache, [q for q in queries if q.strip()])
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

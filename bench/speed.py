@@ -1,0 +1,312 @@
+"""Speed benchmark: index build, incremental index, warm research latency and throughput over
+NATS, worker memory — beside `git grep` and ripgrep on the same commit, from one run.
+
+    python -m bench.speed [--corpus django] [--corpus linux] [--queries 200] [--json FILE]
+
+Corpora come from `bench.corpora` (registry archives turned into reproducible git
+repositories). Each corpus is mirrored into a fresh cache, indexed cold, then indexed again
+at its `edited` commit (a few files changed); a real nats-server and real worker processes
+serve it, and a client measures what an agent would see. Prints one table and exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pygit2
+from worker.search import build_commit_index, informative_terms
+
+from bench.corpora import DEFAULT_WORK, PreparedCorpus, prepare
+from bench.quality import load_cases
+from contracts import RepoConstraints, RepoReaderRequest
+from tests.support.workers import WorkerProcess
+from worker.client import RepoReaderClient
+from worker.embedded_nats import EmbeddedNats
+from worker.mirror import Mirror
+
+BENCH_DIR = Path(__file__).resolve().parent
+TARGETS = {
+    "django": {"p50_ms": 20.0, "p99_ms": 100.0},
+    "linux": {"p50_ms": 150.0, "incremental_s": 2.0, "rss_mb": 400.0},
+}
+BUILD_TARGET_MB_S_PER_CORE = 20.0
+
+
+@dataclass
+class Figures:
+    """Everything measured on one corpus."""
+
+    corpus: str
+    files: int
+    source_mb: float
+    index_seconds: float = 0.0
+    index_workers: int = 1
+    incremental_seconds: float = 0.0
+    latencies_ms: list[float] = field(default_factory=list)
+    throughput_1: float = 0.0
+    throughput_2: float = 0.0
+    rss: dict[str, float] = field(default_factory=dict)
+    git_grep_ms: list[float] = field(default_factory=list)
+    ripgrep_ms: list[float] = field(default_factory=list)
+    artifacts_per_answer: float = 0.0
+
+    @property
+    def build_mb_s(self) -> float:
+        return self.source_mb / self.index_seconds if self.index_seconds else 0.0
+
+
+def queries_for(corpus: str, count: int) -> list[str]:
+    """`count` natural-language queries for the corpus, cycling through its question set."""
+    if corpus == "linux":
+        lines = (BENCH_DIR / "queries" / "linux.txt").read_text().splitlines()
+        base = [line for line in lines if line.strip() and not line.startswith("#")]
+    else:
+        base = [case.query for case in load_cases([BENCH_DIR / "cases" / f"{corpus}.toml"])]
+    return [base[i % len(base)] for i in range(count)]
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def proc_status_mb(pid: int) -> dict[str, float]:
+    """Peak and current resident memory of a process, in MB, from /proc."""
+    wanted = {"VmHWM", "VmRSS", "RssAnon", "RssFile"}
+    figures = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in wanted:
+            figures[key] = int(value.split()[0]) / 1024
+    return figures
+
+
+def mirror_and_index(corpus: PreparedCorpus, cache: Path, figures: Figures) -> str:
+    """Mirror the corpus into a fresh cache (timing the cold index) and index the edited commit."""
+    shutil.rmtree(cache, ignore_errors=True)
+    cache.mkdir(parents=True)
+    config = cache / "repo-reader.toml"
+    config.write_text(
+        "[server]\nrequest_timeout_seconds = 60\n[limits]\nmax_total_excerpts = 200\n"
+    )
+    mirror = Mirror(cache, config)
+    name = f"bench/{corpus.name}"
+    mirror.add(name, str(corpus.path))
+    (result,) = mirror.sync([name])
+    figures.index_seconds = result.index_seconds
+    figures.index_workers = min(os.cpu_count() or 1, 2)
+    if corpus.edited_commit:
+        repo = pygit2.Repository(str(mirror.layout.repo_dir(name)))
+        started = time.monotonic()
+        build_commit_index(cache, name, repo, corpus.edited_commit)
+        figures.incremental_seconds = time.monotonic() - started
+    return name
+
+
+async def measure_latency(url: str, name: str, queries: Sequence[str], figures: Figures) -> None:
+    async with await RepoReaderClient.connect(url, timeout=120) as client:
+        for query in queries[:20]:  # warm-up: page cache, index maps, license caches
+            await client.research(_request(query, name))
+        counts = []
+        for query in queries:
+            started = time.perf_counter()
+            result = await client.research(_request(query, name))
+            figures.latencies_ms.append(1000 * (time.perf_counter() - started))
+            counts.append(len(result.artifacts))
+        figures.artifacts_per_answer = statistics.fmean(counts)
+
+
+async def measure_throughput(
+    url: str, name: str, queries: Sequence[str], in_flight: int = 8
+) -> float:
+    """Answered requests per second with `in_flight` requests outstanding at all times."""
+    async with await RepoReaderClient.connect(url, timeout=300) as client:
+        pending = list(queries)
+        started = time.perf_counter()
+
+        async def lane() -> None:
+            while pending:
+                await client.research(_request(pending.pop(), name))
+
+        await asyncio.gather(*(lane() for _ in range(in_flight)))
+        return len(queries) / (time.perf_counter() - started)
+
+
+def _request(query: str, name: str) -> RepoReaderRequest:
+    return RepoReaderRequest(query=query, repo_constraints=RepoConstraints(allowlist=(name,)))
+
+
+def measure_peers(
+    corpus: PreparedCorpus, queries: Sequence[str], checkout: Path, figures: Figures
+) -> None:
+    """Time `git grep` on the bare repository and ripgrep on a checkout, for each query's terms."""
+    if not checkout.exists():
+        checkout.mkdir(parents=True)
+        subprocess.run(
+            [
+                "git",
+                f"--git-dir={corpus.path}",
+                f"--work-tree={checkout}",
+                "checkout",
+                corpus.base_commit,
+                "--",
+                ".",
+            ],
+            check=True,
+            capture_output=True,
+        )
+    rg = shutil.which("rg")
+    for query in dict.fromkeys(queries):
+        patterns = [arg for term in informative_terms(query) for arg in ("-e", term)]
+        started = time.perf_counter()
+        subprocess.run(
+            [
+                "git",
+                f"--git-dir={corpus.path}",
+                "grep",
+                "-I",
+                "-l",
+                "-i",
+                "-F",
+                *patterns,
+                corpus.base_commit,
+            ],
+            capture_output=True,
+            check=False,
+        )
+        figures.git_grep_ms.append(1000 * (time.perf_counter() - started))
+        if rg:
+            started = time.perf_counter()
+            subprocess.run(
+                [rg, "-l", "-i", "-F", *patterns, str(checkout)], capture_output=True, check=False
+            )
+            figures.ripgrep_ms.append(1000 * (time.perf_counter() - started))
+
+
+def run_corpus(corpus: PreparedCorpus, work: Path, query_count: int) -> Figures:
+    figures = Figures(corpus=corpus.name, files=corpus.files, source_mb=corpus.source_bytes / 1e6)
+    cache = work / "speed" / corpus.name / "cache"
+    print(f"[{corpus.name}] mirroring and indexing into {cache}", flush=True)
+    name = mirror_and_index(corpus, cache, figures)
+    queries = queries_for(corpus.name, query_count)
+    with EmbeddedNats() as server:
+        first = WorkerProcess(cache, server.url, concurrency=2).start()
+        try:
+            print(f"[{corpus.name}] latency over {len(queries)} queries, one worker", flush=True)
+            asyncio.run(measure_latency(server.url, name, queries, figures))
+            figures.throughput_1 = asyncio.run(measure_throughput(server.url, name, queries))
+            assert first.process is not None
+            figures.rss = proc_status_mb(first.process.pid)
+            with WorkerProcess(cache, server.url, concurrency=2):
+                print(f"[{corpus.name}] throughput with two workers", flush=True)
+                figures.throughput_2 = asyncio.run(measure_throughput(server.url, name, queries))
+        finally:
+            first.stop()
+    print(f"[{corpus.name}] git grep and ripgrep on the same commit", flush=True)
+    measure_peers(corpus, queries, work / "speed" / corpus.name / "checkout", figures)
+    return figures
+
+
+def render(all_figures: Sequence[Figures]) -> str:
+    rows = [("corpus", "measure", "repo-reader", "git grep", "ripgrep", "target")]
+    for f in all_figures:
+        target = TARGETS.get(f.corpus, {})
+
+        def ms(values: Sequence[float], q: float) -> str:
+            return f"{percentile(values, q):.1f} ms" if values else "n/a"
+
+        per_core = f.build_mb_s / max(f.index_workers, 1)
+        rows += [
+            (f.corpus, "files / MB of source", f"{f.files} / {f.source_mb:.0f} MB", "", "", ""),
+            (f.corpus, "cold index build", f"{f.index_seconds:.1f} s", "-", "-", ""),
+            (
+                f.corpus,
+                "build MB/s (per core)",
+                f"{f.build_mb_s:.1f} ({per_core:.1f}, {f.index_workers} cores)",
+                "-",
+                "-",
+                f">= {BUILD_TARGET_MB_S_PER_CORE:.0f}/core",
+            ),
+            (
+                f.corpus,
+                "incremental index (edited)",
+                f"{f.incremental_seconds:.2f} s" if f.incremental_seconds else "n/a",
+                "-",
+                "-",
+                f"<= {target['incremental_s']:.0f} s" if "incremental_s" in target else "",
+            ),
+            (
+                f.corpus,
+                "query p50",
+                ms(f.latencies_ms, 0.5),
+                ms(f.git_grep_ms, 0.5),
+                ms(f.ripgrep_ms, 0.5),
+                f"<= {target['p50_ms']:.0f} ms" if "p50_ms" in target else "",
+            ),
+            (
+                f.corpus,
+                "query p99",
+                ms(f.latencies_ms, 0.99),
+                ms(f.git_grep_ms, 0.99),
+                ms(f.ripgrep_ms, 0.99),
+                f"<= {target['p99_ms']:.0f} ms" if "p99_ms" in target else "",
+            ),
+            (f.corpus, "throughput, 1 worker", f"{f.throughput_1:.1f} req/s", "", "", ""),
+            (f.corpus, "throughput, 2 workers", f"{f.throughput_2:.1f} req/s", "", "", ""),
+            (
+                f.corpus,
+                "worker peak RSS (anon / file)",
+                f"{f.rss.get('VmHWM', 0):.0f} MB "
+                f"({f.rss.get('RssAnon', 0):.0f} / {f.rss.get('RssFile', 0):.0f})",
+                "",
+                "",
+                f"<= {target['rss_mb']:.0f} MB" if "rss_mb" in target else "",
+            ),
+            (f.corpus, "artifacts per answer", f"{f.artifacts_per_answer:.1f}", "", "", ""),
+        ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        for row in rows
+    ]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.speed", description=__doc__)
+    parser.add_argument(
+        "--corpus",
+        action="append",
+        dest="corpora",
+        choices=["django", "linux", "flask", "requests", "click"],
+    )
+    parser.add_argument(
+        "--queries", type=int, default=200, help="measured queries per corpus (>= 200)"
+    )
+    parser.add_argument("--work", type=Path, default=DEFAULT_WORK)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+    names = args.corpora or ["django", "linux"]
+    prepared = prepare(names, args.work.resolve())
+    results = [run_corpus(prepared[name], args.work.resolve(), args.queries) for name in names]
+    print()
+    print(render(results))
+    if args.json:
+        args.json.write_text(json.dumps([r.__dict__ for r in results], indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,8 @@
+"""Search engine of repo-reader: per-commit indexes of definition-level chunks, BM25F ranking."""
+
+from worker.search.build import build_commit_index
+from worker.search.ranking import CommitIndex, SearchHit
+from worker.search.store import IndexStore
+from worker.search.tokens import informative_terms
+
+__all__ = ["CommitIndex", "IndexStore", "SearchHit", "build_commit_index", "informative_terms"]

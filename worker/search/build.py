@@ -1,0 +1,256 @@
+"""Build a commit's index from its tree, analysing only the blobs no stored segment holds.
+
+Layout under the cache (the mirror is the only writer; every directory appears by rename):
+
+    <cache>/index/<owner>/<name>/segments/<segment id>/   content-addressed analysed blobs
+    <cache>/index/<owner>/<name>/commits/<commit sha>/    manifest + the commit's path view
+
+A new commit reuses the segments of the newest stored commit for every blob they hold and
+analyses the rest into one new segment (one per process with `workers`). Segments no live
+blob needs are dropped from the commit; when a commit would need more than MAX_SEGMENTS,
+the small ones are re-analysed into one so a query touches few segments.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Final, cast
+
+import pygit2
+import structlog
+
+from worker.search.analysis import BlobSource, SegmentBuilder, SegmentTables
+from worker.search.commit_view import (
+    CommitTables,
+    build_commit_tables,
+    read_manifest,
+    write_commit,
+)
+from worker.search.segment import Segment, UnknownFormat, segment_id, write_segment
+
+log = structlog.get_logger(__name__)
+
+MAX_SEGMENTS: Final = 8
+MIN_BLOBS_PER_WORKER: Final = 2000
+_REPO_ID = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_FILE_MODES: Final = (pygit2.enums.FileMode.BLOB, pygit2.enums.FileMode.BLOB_EXECUTABLE)
+
+
+def repo_index_dir(cache_dir: Path, repo_id: str) -> Path:
+    """Where a repository's index lives in the cache."""
+    if not _REPO_ID.match(repo_id) or ".." in repo_id.split("/"):
+        raise ValueError(f"not a repository id: {repo_id!r}")
+    owner, name = repo_id.split("/")
+    return cache_dir / "index" / owner / name
+
+
+def tree_blobs(repo: pygit2.Repository, commit: str) -> list[tuple[str, bytes]]:
+    """(path, raw oid) of every regular file in the commit's tree (no links, no submodules)."""
+    tree = repo[commit].peel(pygit2.Tree)
+    out: list[tuple[str, bytes]] = []
+    stack: list[tuple[str, pygit2.Tree]] = [("", tree)]
+    while stack:
+        prefix, node = stack.pop()
+        for entry in node:
+            mode = entry.filemode
+            name = entry.name or ""
+            if mode == pygit2.enums.FileMode.TREE:
+                stack.append((prefix + name + "/", cast(pygit2.Tree, repo[entry.id])))
+            elif mode in _FILE_MODES:
+                out.append((prefix + name, entry.id.raw))
+    out.sort(key=lambda e: e[0])
+    return out
+
+
+def newest_segments(index_dir: Path) -> list[Segment]:
+    """The segments of the newest stored commit index that this code can read."""
+    commits = index_dir / "commits"
+    if not commits.is_dir():
+        return []
+    candidates = []
+    for d in commits.iterdir():
+        manifest_path = d / "manifest.json"
+        if not d.name.startswith(".") and manifest_path.is_file():
+            candidates.append((manifest_path.stat().st_mtime, d.name, d))
+    for _, _, d in sorted(candidates, reverse=True):
+        try:
+            manifest = read_manifest(d)
+            return [Segment.open(index_dir / "segments" / s) for s in manifest["segments"]]
+        except (UnknownFormat, OSError, KeyError, ValueError) as exc:
+            log.info("search.index.unusable", commit_dir=str(d), error=str(exc))
+    return []
+
+
+def blob_locations(segments: Sequence[Segment]) -> tuple[dict[bytes, tuple[int, int]], set[bytes]]:
+    """Where each indexed blob is (first segment wins), and the blobs known not indexable."""
+    where: dict[bytes, tuple[int, int]] = {}
+    skipped: set[bytes] = set()
+    for s_index, seg in enumerate(segments):
+        indexed = seg.blob_indexed.tolist()
+        for b_index, oid in enumerate(seg.oids()):
+            if not indexed[b_index]:
+                skipped.add(oid)
+            elif oid not in where:
+                where[oid] = (s_index, b_index)
+    return where, skipped
+
+
+def missing_blobs(
+    entries: Sequence[tuple[str, bytes]], where: dict[bytes, tuple[int, int]], skipped: set[bytes]
+) -> list[tuple[str, bytes]]:
+    """The (path, oid) of each distinct blob no segment holds, in path order."""
+    seen: set[bytes] = set()
+    out = []
+    for path, oid in entries:
+        if oid in where or oid in skipped or oid in seen:
+            continue
+        seen.add(oid)
+        out.append((path, oid))
+    return out
+
+
+def _sources(repo: pygit2.Repository, items: Sequence[tuple[str, bytes]]) -> Iterator[BlobSource]:
+    for path, oid in items:
+        yield BlobSource(oid, path, cast(pygit2.Blob, repo[pygit2.Oid(raw=oid)]).data)
+
+
+def analyse(
+    repo: pygit2.Repository,
+    items: Sequence[tuple[str, bytes]],
+    max_blob_bytes: int,
+    check_deadline: Callable[[int, int], None] | None = None,
+) -> tuple[str, SegmentTables]:
+    """Analyse blobs into the tables of one segment, with its content address."""
+    builder = SegmentBuilder(max_blob_bytes, check_deadline=check_deadline)
+    builder.add(_sources(repo, items), total=len(items))
+    return segment_id([oid for _, oid in items]), builder.tables()
+
+
+def _analyse_and_write(
+    repo_path: str, items: list[tuple[str, bytes]], max_blob_bytes: int, segments_dir: str
+) -> str:
+    seg_id, tables = analyse(pygit2.Repository(repo_path), items, max_blob_bytes)
+    write_segment(Path(segments_dir), seg_id, tables)
+    return seg_id
+
+
+def _split(items: list[tuple[str, bytes]], parts: int) -> list[list[tuple[str, bytes]]]:
+    return [items[i::parts] for i in range(parts) if items[i::parts]]
+
+
+def _live_segments(
+    segments: Sequence[Segment], entries: Sequence[tuple[str, bytes]]
+) -> list[Segment]:
+    live_oids = {oid for _, oid in entries}
+    return [seg for seg in segments if any(oid in live_oids for oid in seg.oids())]
+
+
+def build_commit_index(
+    cache_dir: Path,
+    repo_id: str,
+    repo: pygit2.Repository,
+    commit: str,
+    *,
+    max_blob_bytes: int = 1 << 20,
+    workers: int | None = None,
+) -> Path:
+    """Build and persist the index of `commit`, reusing stored segments for unchanged blobs.
+
+    Mirror side (the only writer). Returns the commit's index directory.
+    """
+    started = time.perf_counter()
+    index_dir = repo_index_dir(cache_dir, repo_id)
+    segments_dir = index_dir / "segments"
+    commit_dir = index_dir / "commits" / commit
+    if (commit_dir / "manifest.json").is_file():
+        try:
+            manifest = read_manifest(commit_dir)
+            if all((segments_dir / s / "segment.json").is_file() for s in manifest["segments"]):
+                return commit_dir
+        except UnknownFormat:
+            pass
+    entries = tree_blobs(repo, commit)
+    reused = _live_segments(newest_segments(index_dir), entries)
+    where, skipped = blob_locations(reused)
+    missing = missing_blobs(entries, where, skipped)
+    if len(reused) + 1 > MAX_SEGMENTS:
+        # Fold the small segments back into one: their live blobs are analysed again.
+        reused.sort(key=lambda s: -s.n_blobs)
+        keep = reused[:1]
+        where, skipped = blob_locations(keep)
+        missing = missing_blobs(entries, where, skipped)
+        reused = keep
+    new_ids = _analyse_missing(repo, missing, max_blob_bytes, segments_dir, workers)
+    segments = reused + [Segment.open(segments_dir / s) for s in new_ids]
+    where, _ = blob_locations(segments)
+    tables = build_commit_tables(entries, where)
+    out = write_commit(index_dir / "commits", repo_id, commit, [s.id for s in segments], tables)
+    log.info(
+        "search.index.built",
+        repo=repo_id,
+        commit=commit,
+        paths=len(entries),
+        analysed_blobs=len(missing),
+        reused_segments=len(reused),
+        new_segments=len(new_ids),
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    return out
+
+
+def _analyse_missing(
+    repo: pygit2.Repository,
+    missing: list[tuple[str, bytes]],
+    max_blob_bytes: int,
+    segments_dir: Path,
+    workers: int | None,
+) -> list[str]:
+    if not missing:
+        return []
+    n_workers = max(1, min(workers or 1, len(missing) // MIN_BLOBS_PER_WORKER))
+    if n_workers == 1:
+        seg_id, tables = analyse(repo, missing, max_blob_bytes)
+        write_segment(segments_dir, seg_id, tables)
+        return [seg_id]
+    with ProcessPoolExecutor(n_workers, mp_context=get_context("forkserver")) as pool:
+        futures = [
+            pool.submit(_analyse_and_write, repo.path, part, max_blob_bytes, str(segments_dir))
+            for part in _split(missing, n_workers)
+        ]
+        return [f.result() for f in futures]
+
+
+def build_in_memory(
+    repo: pygit2.Repository,
+    commit: str,
+    stored: Sequence[Segment],
+    *,
+    max_blob_bytes: int,
+    check_deadline: Callable[[int, int], None],
+    scratch_dir: Path | None = None,
+) -> tuple[list[Segment], CommitTables, int]:
+    """Worker side: the segments and view of a commit with no stored index.
+
+    Reuses `stored` segments for the blobs they hold; the rest is analysed into a segment
+    kept in memory, or written under `scratch_dir` and mapped. Returns how many blobs were
+    analysed as well.
+    """
+    entries = tree_blobs(repo, commit)
+    check_deadline(0, 0)
+    reused = _live_segments(stored, entries)
+    where, skipped = blob_locations(reused)
+    missing = missing_blobs(entries, where, skipped)
+    segments = list(reused)
+    if missing:
+        seg_id, tables = analyse(repo, missing, max_blob_bytes, check_deadline)
+        if scratch_dir is not None:
+            segments.append(Segment.open(write_segment(scratch_dir, seg_id, tables)))
+        else:
+            segments.append(Segment(seg_id, tables))
+    where, _ = blob_locations(segments)
+    return segments, build_commit_tables(entries, where), len(missing)

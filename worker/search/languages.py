@@ -1,0 +1,231 @@
+"""Which language a path is, and the tree-sitter queries that find its definitions.
+
+Each query captures `@def` (the node whose lines the definition spans) and `@name` (its name);
+Go methods add `@receiver`, Rust impls capture the implemented type as `@name`. Containers
+(classes, impls, namespaces) are captured like any definition: nesting is worked out from
+the spans, which gives qualified names such as `Flask.route`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Final
+
+import tree_sitter
+
+LANGUAGE_BY_EXTENSION: Final[dict[str, str]] = {
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".java": "java",
+    ".rs": "rust",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".c++": "cpp",
+    ".hh": "cpp",
+    ".hpp": "cpp",
+    ".hxx": "cpp",
+    ".h++": "cpp",
+    ".ipp": "cpp",
+    # Text and code without a parser here: indexed as line windows, language named for callers.
+    ".md": "markdown",
+    ".rst": "restructuredtext",
+    ".txt": "text",
+    ".html": "html",
+    ".css": "css",
+    ".json": "json",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".toml": "toml",
+    ".sh": "shell",
+    ".s": "assembly",
+    ".rb": "ruby",
+    ".php": "php",
+    ".kt": "kotlin",
+    ".swift": "swift",
+    ".cs": "csharp",
+    ".scala": "scala",
+    ".lua": "lua",
+    ".pl": "perl",
+    ".sql": "sql",
+    ".xml": "xml",
+    ".dts": "devicetree",
+    ".dtsi": "devicetree",
+}
+LANGUAGE_BY_NAME: Final[dict[str, str]] = {
+    "Makefile": "make",
+    "Kconfig": "kconfig",
+    "Dockerfile": "dockerfile",
+    "CMakeLists.txt": "cmake",
+}
+
+PARSED_LANGUAGES: Final = frozenset(
+    {"python", "javascript", "typescript", "tsx", "go", "java", "rust", "c", "cpp"}
+)
+
+_QUERIES: Final[dict[str, str]] = {
+    "python": """
+        (class_definition name: (identifier) @name) @def
+        (function_definition name: (identifier) @name) @def
+    """,
+    "javascript": """
+        (class_declaration name: (_) @name) @def
+        (function_declaration name: (identifier) @name) @def
+        (generator_function_declaration name: (identifier) @name) @def
+        (method_definition name: (_) @name) @def
+        (lexical_declaration (variable_declarator name: (identifier) @name
+            value: [(arrow_function) (function_expression) (class)])) @def
+        (variable_declaration (variable_declarator name: (identifier) @name
+            value: [(arrow_function) (function_expression) (class)])) @def
+    """,
+    "typescript": """
+        (class_declaration name: (_) @name) @def
+        (abstract_class_declaration name: (_) @name) @def
+        (interface_declaration name: (_) @name) @def
+        (enum_declaration name: (_) @name) @def
+        (type_alias_declaration name: (_) @name) @def
+        (function_declaration name: (identifier) @name) @def
+        (generator_function_declaration name: (identifier) @name) @def
+        (method_definition name: (_) @name) @def
+        (lexical_declaration (variable_declarator name: (identifier) @name
+            value: [(arrow_function) (function_expression) (class)])) @def
+        (module name: (_) @name) @def
+    """,
+    "go": """
+        (function_declaration name: (identifier) @name) @def
+        (method_declaration
+            receiver: (parameter_list (parameter_declaration type: [
+                (type_identifier) @receiver
+                (pointer_type (type_identifier) @receiver)
+                (generic_type type: (type_identifier) @receiver)
+                (pointer_type (generic_type type: (type_identifier) @receiver))]))
+            name: (field_identifier) @name) @def
+        (type_declaration (type_spec name: (type_identifier) @name)) @def
+    """,
+    "java": """
+        (class_declaration name: (identifier) @name) @def
+        (interface_declaration name: (identifier) @name) @def
+        (enum_declaration name: (identifier) @name) @def
+        (record_declaration name: (identifier) @name) @def
+        (annotation_type_declaration name: (identifier) @name) @def
+        (method_declaration name: (identifier) @name) @def
+        (constructor_declaration name: (identifier) @name) @def
+    """,
+    "rust": """
+        (function_item name: (identifier) @name) @def
+        (function_signature_item name: (identifier) @name) @def
+        (struct_item name: (type_identifier) @name) @def
+        (enum_item name: (type_identifier) @name) @def
+        (union_item name: (type_identifier) @name) @def
+        (trait_item name: (type_identifier) @name) @def
+        (mod_item name: (identifier) @name body: (_)) @def
+        (macro_definition name: (identifier) @name) @def
+        (impl_item type: [
+            (type_identifier) @name
+            (generic_type type: (type_identifier) @name)
+            (scoped_type_identifier name: (type_identifier) @name)]) @def
+    """,
+    "c": """
+        (function_definition declarator: [
+            (function_declarator declarator: (identifier) @name)
+            (pointer_declarator declarator: (function_declarator declarator: (identifier) @name))
+            (pointer_declarator declarator: (pointer_declarator
+                declarator: (function_declarator declarator: (identifier) @name)))]) @def
+        (struct_specifier name: (type_identifier) @name body: (_)) @def
+        (union_specifier name: (type_identifier) @name body: (_)) @def
+        (enum_specifier name: (type_identifier) @name body: (_)) @def
+        (preproc_function_def name: (identifier) @name) @def
+    """,
+    "cpp": """
+        (function_definition declarator: [
+            (function_declarator declarator: (_) @name)
+            (pointer_declarator declarator: (function_declarator declarator: (_) @name))
+            (reference_declarator (function_declarator declarator: (_) @name))]) @def
+        (class_specifier name: (_) @name body: (_)) @def
+        (struct_specifier name: (_) @name body: (_)) @def
+        (union_specifier name: (_) @name body: (_)) @def
+        (enum_specifier name: (_) @name body: (_)) @def
+        (namespace_definition name: (_) @name) @def
+        (preproc_function_def name: (identifier) @name) @def
+    """,
+}
+
+_COMMENT_PREFIXES: Final[dict[str, tuple[bytes, ...]]] = {
+    "python": (b"#", b"@"),
+    "javascript": (b"//", b"/*", b"*", b"@"),
+    "typescript": (b"//", b"/*", b"*", b"@"),
+    "tsx": (b"//", b"/*", b"*", b"@"),
+    "go": (b"//", b"/*", b"*"),
+    "java": (b"//", b"/*", b"*", b"@"),
+    "rust": (b"//", b"/*", b"*", b"#["),
+    "c": (b"//", b"/*", b"*"),
+    "cpp": (b"//", b"/*", b"*", b"template"),
+}
+
+
+def language_of(path: str) -> str | None:
+    """The language of a file, from its name or extension; None when unknown."""
+    p = PurePosixPath(path)
+    return LANGUAGE_BY_NAME.get(p.name) or LANGUAGE_BY_EXTENSION.get(p.suffix.lower())
+
+
+def comment_prefixes(language: str) -> tuple[bytes, ...]:
+    """Line starts that attach a line (doc comment, decorator) to the definition below it."""
+    return _COMMENT_PREFIXES.get(language, ())
+
+
+@dataclass(frozen=True, slots=True)
+class Grammar:
+    """A tree-sitter language with its compiled definition query."""
+
+    language: tree_sitter.Language
+    query: tree_sitter.Query
+
+
+_grammars: dict[str, Grammar] = {}
+_grammars_lock = threading.Lock()
+
+
+_GRAMMAR_MODULES: Final[dict[str, tuple[str, str]]] = {
+    "python": ("tree_sitter_python", "language"),
+    "javascript": ("tree_sitter_javascript", "language"),
+    "typescript": ("tree_sitter_typescript", "language_typescript"),
+    "tsx": ("tree_sitter_typescript", "language_tsx"),
+    "go": ("tree_sitter_go", "language"),
+    "java": ("tree_sitter_java", "language"),
+    "rust": ("tree_sitter_rust", "language"),
+    "c": ("tree_sitter_c", "language"),
+    "cpp": ("tree_sitter_cpp", "language"),
+}
+
+
+def _load_language(name: str) -> tree_sitter.Language:
+    module_name, function = _GRAMMAR_MODULES[name]
+    module = importlib.import_module(module_name)
+    return tree_sitter.Language(getattr(module, function)())
+
+
+def grammar(name: str) -> Grammar:
+    """The grammar and definition query of a parsed language (loaded once per process)."""
+    with _grammars_lock:
+        found = _grammars.get(name)
+        if found is None:
+            language = _load_language(name)
+            source = _QUERIES["typescript" if name == "tsx" else name]
+            found = Grammar(language, tree_sitter.Query(language, source))
+            _grammars[name] = found
+        return found

@@ -1,0 +1,234 @@
+"""A segment on disk: the analysed blobs of a set, as Arrow IPC files a reader memory-maps.
+
+    <segment dir>/segment.json   {"format_version", "id", "components": {name: file}, counts}
+    blobs.arrow     oid (binary 20), indexed, language, n_lines, size, chunk_start, chunk_count
+    chunks.arrow    blob, start_line, end_line (1-based, inclusive), len_body, len_sym, symbol, kind
+    terms.arrow     term (sorted by UTF-8 bytes), start, count   -> a slice of postings
+    postings.arrow  chunk, tf_body, tf_sym                      (sorted by term, then chunk)
+
+A segment is content-addressed: its id hashes the format version and its blob ids, so two
+builders of the same blobs write the same directory. Components are named in segment.json,
+so a later component (a per-blob trigram index for regex search) adds a file and a name
+without disturbing readers that do not know it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import os
+import shutil
+import tempfile
+import threading
+import weakref
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from worker.search.analysis import SegmentTables
+
+FORMAT_VERSION: Final = 1
+"""Bump on any change a reader of the old format would misread; readers rebuild on mismatch."""
+COMPONENTS: Final = ("blobs", "chunks", "terms", "postings")
+
+
+class UnknownFormat(Exception):
+    """A stored index was written in a format this code does not read."""
+
+
+def segment_id(oids: list[bytes]) -> str:
+    """The content address of a segment holding exactly these blobs."""
+    digest = hashlib.sha256(f"search-segment-v{FORMAT_VERSION}\n".encode())
+    for oid in sorted(oids):
+        digest.update(oid)
+    return digest.hexdigest()[:40]
+
+
+def write_table(path: Path, table: pa.Table) -> None:
+    """Write one table as a single uncompressed record batch (so a reader maps it zero-copy)."""
+    table = table.combine_chunks()
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=max(table.num_rows, 1))
+
+
+_mappings: weakref.WeakSet[mmap.mmap] = weakref.WeakSet()
+_mappings_lock = threading.Lock()
+
+
+def read_table(path: Path) -> pa.Table:
+    """Memory-map an Arrow IPC file read-only; the columns point into the mapping.
+
+    Python's mmap (not Arrow's) so that `release_mapped_pages` can madvise it.
+    """
+    with path.open("rb") as f:
+        mapping = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+    with _mappings_lock:
+        _mappings.add(mapping)
+    return pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapping))).read_all()
+
+
+def release_mapped_pages() -> int:
+    """Drop every mapped index page from this process's resident set; returns mappings touched.
+
+    The pages stay in the page cache (shared with other workers): the next touch is a minor
+    fault, no I/O. This bounds RssFile when many queries have touched many postings.
+    """
+    with _mappings_lock:
+        mappings = list(_mappings)
+    for mapping in mappings:
+        mapping.madvise(mmap.MADV_DONTNEED)
+    return len(mappings)
+
+
+def file_rss_kib() -> int:
+    """RssFile of this process in KiB (0 when /proc is not there)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("RssFile:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def atomic_publish(tmp_dir: Path, final_dir: Path) -> None:
+    """Rename a fully written directory into place; if another writer won, keep theirs."""
+    try:
+        os.rename(tmp_dir, final_dir)
+    except OSError:
+        if not final_dir.exists():
+            raise
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def write_segment(segments_dir: Path, seg_id: str, tables: SegmentTables) -> Path:
+    """Persist a segment under `segments_dir/<seg_id>` atomically; returns its directory."""
+    final = segments_dir / seg_id
+    if (final / "segment.json").exists():
+        return final
+    segments_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{seg_id}.", dir=segments_dir))
+    for name in COMPONENTS:
+        write_table(tmp / f"{name}.arrow", getattr(tables, name))
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "id": seg_id,
+        "components": {name: f"{name}.arrow" for name in COMPONENTS},
+        "n_blobs": tables.blobs.num_rows,
+        "n_chunks": tables.chunks.num_rows,
+        "n_terms": tables.terms.num_rows,
+        "n_postings": tables.postings.num_rows,
+    }
+    (tmp / "segment.json").write_text(json.dumps(meta, indent=1))
+    atomic_publish(tmp, final)
+    return final
+
+
+def read_segment_tables(seg_dir: Path) -> tuple[str, SegmentTables]:
+    """Map a stored segment; raises UnknownFormat when its version is not ours."""
+    meta: dict[str, Any] = json.loads((seg_dir / "segment.json").read_text())
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise UnknownFormat(f"segment {seg_dir.name} has format {meta.get('format_version')}")
+    files: dict[str, str] = meta["components"]
+    tables = {name: read_table(seg_dir / files[name]) for name in COMPONENTS}
+    return str(meta["id"]), SegmentTables(**tables)
+
+
+def column(table: pa.Table, name: str) -> npt.NDArray[Any]:
+    """A fixed-width column as a numpy view (no copy for a mapped single-batch table)."""
+    col = table.column(name)
+    arr = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    if len(arr) == 0:
+        return np.zeros(0, dtype=arr.type.to_pandas_dtype())
+    view: npt.NDArray[Any] = arr.to_numpy(zero_copy_only=not pa.types.is_boolean(arr.type))
+    return view
+
+
+class TermDictionary:
+    """Binary search over a sorted `term, start, count` table without materialising the terms."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.start = column(table, "start")
+        self.count = column(table, "count")
+        terms = table.column("term")
+        arr = terms.chunk(0) if terms.num_chunks == 1 else terms.combine_chunks()
+        self.n = len(arr)
+        buffers = arr.buffers()
+        self.offsets = (
+            np.frombuffer(buffers[1], dtype=np.int32)[arr.offset : arr.offset + self.n + 1]
+            if self.n
+            else np.zeros(1, dtype=np.int32)
+        )
+        self.data = memoryview(buffers[2]) if self.n and buffers[2] is not None else memoryview(b"")
+
+    def __call__(self, term: str) -> tuple[int, int] | None:
+        """(start, count) of the term's postings, or None."""
+        target = term.encode()
+        offsets, data = self.offsets, self.data
+        lo, hi = 0, self.n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if bytes(data[offsets[mid] : offsets[mid + 1]]) < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < self.n and bytes(data[offsets[lo] : offsets[lo + 1]]) == target:
+            return int(self.start[lo]), int(self.count[lo])
+        return None
+
+
+class Segment:
+    """Read access to one segment's tables: term lookup, postings, chunk and blob columns."""
+
+    def __init__(self, seg_id: str, tables: SegmentTables) -> None:
+        self.id = seg_id
+        self.tables = tables
+        self.n_blobs = tables.blobs.num_rows
+        self.n_chunks = tables.chunks.num_rows
+        self.blob_indexed = column(tables.blobs, "indexed")
+        self.blob_chunk_start = column(tables.blobs, "chunk_start")
+        self.blob_chunk_count = column(tables.blobs, "chunk_count")
+        self.chunk_blob = column(tables.chunks, "blob")
+        self.chunk_start_line = column(tables.chunks, "start_line")
+        self.chunk_end_line = column(tables.chunks, "end_line")
+        self.len_body = column(tables.chunks, "len_body")
+        self.len_sym = column(tables.chunks, "len_sym")
+        self.post_chunk = column(tables.postings, "chunk")
+        self.post_tf_body = column(tables.postings, "tf_body")
+        self.post_tf_sym = column(tables.postings, "tf_sym")
+        self.lookup = TermDictionary(tables.terms)
+        self._symbol = tables.chunks.column("symbol")
+        self._kind = tables.chunks.column("kind")
+        self._language = tables.blobs.column("language")
+        self._oid = tables.blobs.column("oid")
+
+    @classmethod
+    def open(cls, seg_dir: Path) -> Segment:
+        """Memory-map a stored segment."""
+        seg_id, tables = read_segment_tables(seg_dir)
+        return cls(seg_id, tables)
+
+    def oids(self) -> list[bytes]:
+        """Every blob id in the segment, in blob order."""
+        return self._oid.to_pylist()  # type: ignore[no-any-return]
+
+    def oid(self, blob: int) -> str:
+        """The hex id of a blob."""
+        return self._oid[blob].as_py().hex()  # type: ignore[no-any-return]
+
+    def symbol(self, chunk: int) -> str | None:
+        """The qualified definition name of a chunk, if it is a definition."""
+        return self._symbol[chunk].as_py()  # type: ignore[no-any-return]
+
+    def kind(self, chunk: int) -> str:
+        """The chunk's kind: a tree-sitter node type, `module` or `text`."""
+        return self._kind[chunk].as_py()  # type: ignore[no-any-return]
+
+    def language(self, blob: int) -> str | None:
+        """The language the blob was analysed as."""
+        return self._language[blob].as_py()  # type: ignore[no-any-return]
