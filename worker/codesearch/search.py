@@ -70,22 +70,25 @@ class SearchAnswer:
 
 
 @dataclass(frozen=True, slots=True)
-class _Found:
+class Found:
+    """A matching line before its text is cut: its score, manifest row and offsets."""
+
     score: float
     row: int
     line: LineMatch
 
     def key(self, paths: tuple[str, ...]) -> tuple[float, str, int]:
+        """The rank order: score descending, then path, then line number."""
         return (-self.score, paths[self.row], self.line.line_number)
 
 
-class _TopHits:
+class TopHits:
     """The best `size` hits seen so far, by (score desc, path, line)."""
 
     def __init__(self, size: int, paths: tuple[str, ...]) -> None:
         self._size = size
         self._paths = paths
-        self._items: list[_Found] = []
+        self._items: list[Found] = []
         self._floor: float | None = None
 
     def floor(self) -> float | None:
@@ -93,14 +96,14 @@ class _TopHits:
         self._trim()
         return self._floor
 
-    def add(self, found: _Found) -> None:
+    def add(self, found: Found) -> None:
         if self._floor is not None and found.score < self._floor:
             return
         self._items.append(found)
         if len(self._items) >= 4 * self._size:
             self._trim()
 
-    def best(self) -> list[_Found]:
+    def best(self) -> list[Found]:
         self._trim()
         return list(self._items)
 
@@ -180,7 +183,7 @@ class CodeSearch:
         self,
         pinned: ResolvedRepo,
         index: CommitIndex,
-        found: list[_Found],
+        found: list[Found],
         licensed: LicensedFiles,
         context_lines: int,
     ) -> tuple[CodeSearchHit, ...]:
@@ -233,7 +236,7 @@ class _Scan:
         self.compiled = compiled
         self.deadline = deadline
         self.source = source
-        self.top = _TopHits(max_results, index.paths)
+        self.top = TopHits(max_results, index.paths)
         self.total = 0
         self.scanned = 0
         self.exhaustive = True
@@ -260,9 +263,8 @@ class _Scan:
             self._verify(row, priors[row])
 
     def _verify(self, row: int, prior: float) -> None:
-        blob = self.repo[self.index.blob_hex(row)]
-        assert isinstance(blob, pygit2.Blob)
-        data: bytes = blob.data
+        # odb.read skips building a Blob object: about twice as fast on packed repositories.
+        _, data = self.repo.odb.read(pygit2.Oid(raw=bytes(self.index.blob_ids[row])))
         if is_binary(data):
             return
         self.scanned += 1
@@ -274,7 +276,7 @@ class _Scan:
             if _DEFINITION.match(data, line.line_start, line.line_end):
                 quality += 0.2
             score = round(QUALITY_WEIGHT * quality + PRIOR_WEIGHT * prior, 4)
-            self.top.add(_Found(score=score, row=row, line=line))
+            self.top.add(Found(score=score, row=row, line=line))
 
 
 def file_prior(path: str, needle: str | None) -> float:
@@ -320,7 +322,7 @@ def _hit(
     data: bytes,
     lines: list[str],
     encoding: str,
-    found: _Found,
+    found: Found,
     blob: str,
     license: str,
     license_source: str,
@@ -332,8 +334,8 @@ def _hit(
     line = lines[match.line_number - 1]
     column = len(data[match.line_start : match.match_start].decode(encoding, "replace"))
     length = len(data[match.match_start : match.match_end].decode(encoding, "replace"))
-    offset, shown = _line_window(line, column, length, max_line_chars)
-    context = _context(lines, match.line_number, context_lines, max_context_chars)
+    offset, shown = line_window(line, column, length, max_line_chars)
+    context = context_window(lines, match.line_number, context_lines, max_context_chars)
     return CodeSearchHit(
         path=path,
         line_number=match.line_number,
@@ -353,7 +355,7 @@ def _hit(
     )
 
 
-def _line_window(line: str, column: int, length: int, limit: int) -> tuple[int, str]:
+def line_window(line: str, column: int, length: int, limit: int) -> tuple[int, str]:
     """(offset, text): the line, or `limit` characters of it around the match."""
     if len(line) <= limit:
         return 0, line
@@ -366,7 +368,7 @@ def line_count(lines: list[str]) -> int:
     return len(lines) - 1 if len(lines) > 1 and lines[-1] == "" else len(lines)
 
 
-def _context(lines: list[str], number: int, size: int, limit: int) -> tuple[str, str | None]:
+def context_window(lines: list[str], number: int, size: int, limit: int) -> tuple[str, str | None]:
     """Exactly lines a..b around line `number`, at most `size` of them and `limit` chars."""
     total = max(line_count(lines), number)
     before = (size - 1) // 2
