@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 import pytest
 
 from worker.codesearch.segments import (

@@ -22,7 +22,7 @@ from typing import Final
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 import pygit2
 
 from worker.codesearch.queryplan import MATCH_ALL, AllOf, AnyOf, Literal, TrigramQuery

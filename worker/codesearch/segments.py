@@ -24,7 +24,7 @@ from typing import Final
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 
 from worker.codesearch.trigrams import trigrams_of
 from worker.excerpts import is_binary
