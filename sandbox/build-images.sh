@@ -111,9 +111,14 @@ build_wheels() {
     rm -f "$project_wheels"/*.whl
     local scratch
     scratch=$(mktemp -d)
-    # Build from a copy so setuptools leaves no build/ or *.egg-info in the checkout.
-    tar -C "$project" --exclude=./.git --exclude=./sandbox/.build --exclude=./tests \
-        --exclude=./bench --exclude='__pycache__' -cf - . | tar -C "$scratch" -xf -
+    # Build from a copy of what the wheel is made of, so setuptools leaves no build/ or
+    # *.egg-info in the checkout.
+    local parts=() part
+    for part in pyproject.toml README.md LICENSE contracts worker sandbox; do
+        [[ -e $project/$part ]] && parts+=("$part")
+    done
+    tar -C "$project" --exclude=sandbox/.build --exclude='__pycache__' -cf - "${parts[@]}" |
+        tar -C "$scratch" -xf -
     pip_quietly wheel --no-deps --wheel-dir "$project_wheels" "$scratch"
     rm -rf "$scratch"
     # A wheel built here from an sdist would link against this host's libraries.
