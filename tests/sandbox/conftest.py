@@ -70,7 +70,7 @@ def role_server(tmp_path: Path) -> Iterator[RoleServer]:
             process.wait()
 
 
-def _unavailable(reason: str) -> None:
+def unavailable(reason: str) -> None:
     """Skip, or fail when CI demands the container tests run."""
     if os.environ.get("REPO_READER_REQUIRE_DOCKER") == "1":
         pytest.fail(f"{reason} (REPO_READER_REQUIRE_DOCKER=1)", pytrace=False)
@@ -117,7 +117,7 @@ def docker_client() -> Iterator[Any]:
     """A client of a reachable Docker engine (testcontainers' wrapper of docker-py)."""
     problem = engine_socket_problem()
     if problem:
-        _unavailable(problem)
+        unavailable(problem)
     from testcontainers.core.config import testcontainers_config
     from testcontainers.core.docker_client import DockerClient
 
@@ -130,7 +130,7 @@ def docker_client() -> Iterator[Any]:
     except Exception as exc:
         if client is not None:
             client.client.close()
-        _unavailable(f"no Docker engine answers: {type(exc).__name__}: {exc}".splitlines()[0])
+        unavailable(f"no Docker engine answers: {type(exc).__name__}: {exc}".splitlines()[0])
     assert client is not None
     yield client
     client.client.close()
@@ -147,5 +147,5 @@ def project_images(docker_client: Any) -> ProjectImages:
         try:
             docker_client.client.images.get(name)
         except Exception:
-            _unavailable(f"image {name} not built: run sandbox/build-images.sh")
+            unavailable(f"image {name} not built: run sandbox/build-images.sh")
     return images
