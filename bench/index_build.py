@@ -1,12 +1,11 @@
 """Micro-benchmarks of the search engine: index build MB/s, incremental build, query latency, RSS.
 
-Also the quality-harness adapter: `RepoReaderSystem` is the `(repo_path, commit, query) ->
-[path]` callable `bench.quality` takes (with `prepare` building the index first).
+Also the quality harness's adapter: `RepoReaderSystem` is the `(repo_path, commit, query) ->
+[path]` callable `bench.quality` runs (with `prepare` building the index first).
 
     python -m bench.index_build build   REPO [--commit SHA] [--workers N] [--cache DIR]
     python -m bench.index_build query   REPO [--commit SHA] [--cache DIR] [--queries FILE]
     python -m bench.index_build incremental REPO --base SHA --next SHA [--cache DIR]
-    python -m bench.index_build quality [--cases DIR] [--repo NAME=PATH ...]  (needs bench.quality)
 """
 
 from __future__ import annotations
@@ -176,36 +175,9 @@ class RepoReaderSystem:
         return files
 
 
-def run_quality(argv: Sequence[str]) -> int:
-    """Run bench.quality with this system and the bm25s baseline."""
-    from bench import quality  # type: ignore[attr-defined]
-
-    parser = argparse.ArgumentParser(prog="index_build quality")
-    parser.add_argument("--cases", type=Path, action="append")
-    parser.add_argument("--repo", type=quality._repo_override, action="append", default=[])
-    parser.add_argument("--work", type=Path, default=quality.corpora.DEFAULT_WORK)
-    parser.add_argument("--no-baseline", action="store_true")
-    parser.add_argument("--verbose", action="store_true")
-    args = parser.parse_args(argv)
-    cases = quality.load_cases(args.cases or [quality.CASES_DIR])
-    repos = quality._repositories(cases, dict(args.repo), args.work.resolve())
-    systems: list[tuple[str, Any]] = [("repo-reader", RepoReaderSystem())]
-    if not args.no_baseline:
-        systems.insert(0, (quality.BM25Baseline.name, quality.BM25Baseline()))
-    reports = [quality.evaluate(name, system, cases, repos) for name, system in systems]
-    if args.verbose:
-        for report in reports:
-            for outcome in report.outcomes:
-                print(f"{report.name} {outcome.case.id}: rank {outcome.rank} {outcome.top[:3]}")
-    print(quality.render_table(reports))
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] == "quality":
-        return run_quality(args[1:])
     parser = argparse.ArgumentParser(prog="python -m bench.index_build", description=__doc__)
     parser.add_argument("what", choices=["build", "query", "incremental"])
     parser.add_argument("repo", type=Path)

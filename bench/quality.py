@@ -12,7 +12,6 @@ queries are timed. Cases live in ``bench/cases/*.toml``; each names a corpus (pr
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import statistics
 import sys
@@ -252,25 +251,11 @@ def evaluate(
     )
 
 
-def load_repo_reader_system() -> System | None:
-    """Return repo-reader's file ranking, or None while `worker.search` does not exist yet.
+def load_repo_reader_system() -> System:
+    """repo-reader's file ranking: the search engine's chunks, files in order of first hit."""
+    from bench.index_build import RepoReaderSystem
 
-    HOOK for the lead: once `worker/search/` lands, make this return a callable
-    ``(repo_path, commit, query) -> list[path]`` (distinct files, best first) backed by the
-    engine, optionally with ``prepare(repo_path, commit) -> seconds`` building its index.
-    It currently expects ``worker.search.rank_files`` with that signature.
-    """
-    try:
-        search = importlib.import_module("worker.search")
-    except ModuleNotFoundError as missing:
-        if missing.name not in {"worker", "worker.search"}:
-            raise
-        print("repo-reader: worker.search is not importable yet; reporting the baseline only")
-        return None
-    rank_files: System | None = getattr(search, "rank_files", None)
-    if rank_files is None:
-        print("repo-reader: worker.search has no rank_files yet; wire it in bench/quality.py")
-    return rank_files
+    return RepoReaderSystem()
 
 
 def render_table(reports: Sequence[SystemReport]) -> str:
@@ -371,8 +356,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = args.system or ["baseline", "repo-reader"]
     if "baseline" in chosen:
         systems.append((BM25Baseline.name, BM25Baseline(depth=args.depth)))
-    if "repo-reader" in chosen and (repo_reader := load_repo_reader_system()) is not None:
-        systems.append(("repo-reader", repo_reader))
+    if "repo-reader" in chosen:
+        systems.append(("repo-reader", load_repo_reader_system()))
 
     reports = [evaluate(name, system, cases, repos, args.depth) for name, system in systems]
     if args.verbose:

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pygit2
-from worker.search import build_commit_index, informative_terms
 
 from bench.corpora import DEFAULT_WORK, PreparedCorpus, prepare
 from bench.quality import load_cases
@@ -34,6 +33,7 @@ from tests.support.workers import WorkerProcess
 from worker.client import RepoReaderClient
 from worker.embedded_nats import EmbeddedNats
 from worker.mirror import Mirror
+from worker.search import build_commit_index, informative_terms
 
 BENCH_DIR = Path(__file__).resolve().parent
 TARGETS = {
@@ -68,12 +68,43 @@ class Figures:
 
 def queries_for(corpus: str, count: int) -> list[str]:
     """`count` natural-language queries for the corpus, cycling through its question set."""
-    if corpus == "linux":
-        lines = (BENCH_DIR / "queries" / "linux.txt").read_text().splitlines()
+    if corpus in ("linux", "self"):
+        lines = (BENCH_DIR / "queries" / f"{corpus}.txt").read_text().splitlines()
         base = [line for line in lines if line.strip() and not line.startswith("#")]
     else:
         base = [case.query for case in load_cases([BENCH_DIR / "cases" / f"{corpus}.toml"])]
     return [base[i % len(base)] for i in range(count)]
+
+
+def own_repository() -> PreparedCorpus:
+    """This project's own git repository at its current head, as a corpus."""
+    discovered = pygit2.discover_repository(str(BENCH_DIR))
+    if discovered is None:
+        raise SystemExit("bench.speed: the 'self' corpus needs a git checkout of repo-reader")
+    repo = pygit2.Repository(discovered)
+    head = repo.head.peel(pygit2.Commit)
+    sizes = [len(repo[e.id].data) for e in _walk(repo, head.tree) if e.type_str == "blob"]
+    return PreparedCorpus(
+        name="self",
+        version=str(head.id)[:12],
+        path=Path(repo.path),
+        base_commit=str(head.id),
+        edited_commit=None,
+        files=len(sizes),
+        source_bytes=sum(sizes),
+        prepare_seconds=0.0,
+        reused=True,
+    )
+
+
+def _walk(repo: pygit2.Repository, tree: pygit2.Tree) -> list[pygit2.Object]:
+    entries: list[pygit2.Object] = []
+    for entry in tree:
+        if entry.type_str == "tree":
+            entries += _walk(repo, repo[entry.id])
+        else:
+            entries.append(entry)
+    return entries
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
@@ -290,7 +321,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--corpus",
         action="append",
         dest="corpora",
-        choices=["django", "linux", "flask", "requests", "click"],
+        choices=["django", "linux", "flask", "requests", "click", "self"],
+        help="repeatable; 'self' is this repository (default: django and linux)",
     )
     parser.add_argument(
         "--queries", type=int, default=200, help="measured queries per corpus (>= 200)"
@@ -299,7 +331,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     names = args.corpora or ["django", "linux"]
-    prepared = prepare(names, args.work.resolve())
+    prepared = prepare([n for n in names if n != "self"], args.work.resolve())
+    if "self" in names:
+        prepared["self"] = own_repository()
     results = [run_corpus(prepared[name], args.work.resolve(), args.queries) for name in names]
     print()
     print(render(results))

@@ -41,7 +41,7 @@ class LicenseConstraints(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     """Which licenses the excerpts may carry."""
 
     allowed_licenses: tuple[SpdxId, ...] | None = None
-    """Only sources whose license can be honoured with these ids alone (OR: any choice, AND: all)."""
+    """Only sources whose license these ids alone can honour (OR: any choice, AND: all)."""
     require_license: bool = True
     """A repository in scope without any detectable license fails the whole request."""
     compatible_with: SpdxId | None = None

@@ -236,6 +236,8 @@ def _print_list(mirror: Mirror, *, as_json: bool) -> None:
 
 
 async def _ask(args: argparse.Namespace) -> int:
+    from nats.errors import NoServersError
+
     from worker.app import NatsCredentials
     from worker.client import RepoReaderClient, artifact_lines
 
@@ -261,9 +263,19 @@ async def _ask(args: argparse.Namespace) -> int:
         result_limits=ResultLimits(max_total_excerpts=args.max_excerpts),
     )
     credentials = NatsCredentials.from_environment()
-    async with await RepoReaderClient.connect(
-        args.nats, user=credentials.user, password=credentials.password, timeout=args.timeout
-    ) as client:
+    try:
+        client = await RepoReaderClient.connect(
+            args.nats,
+            user=credentials.user,
+            password=credentials.password,
+            timeout=args.timeout,
+            max_reconnect_attempts=2,
+            reconnect_time_wait=0.5,
+        )
+    except (NoServersError, OSError) as exc:
+        print(f"repo-reader: cannot reach NATS at {args.nats}: {exc}", file=sys.stderr)
+        return 1
+    async with client:
         result = await client.research(request)
     if args.json:
         document = {

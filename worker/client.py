@@ -18,6 +18,7 @@ from typing import Any, Self, TypeVar
 
 import msgspec
 import nats
+import structlog
 from nats.aio.client import Client as NATS
 from nats.errors import TimeoutError as NatsTimeoutError
 
@@ -32,6 +33,8 @@ from contracts.subjects import (
 from worker.errors import InternalError, NoResponders, Timeout, failure_from_error
 
 ResponseT = TypeVar("ResponseT", bound=msgspec.Struct)
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +60,34 @@ class RepoReaderClient:
 
     @classmethod
     async def connect(
-        cls, url: str, *, user: str | None = None, password: str | None = None, **options: Any
+        cls,
+        url: str,
+        *,
+        user: str | None = None,
+        password: str | None = None,
+        json: bool = False,
+        timeout: float = 30.0,
+        attempts: int = 2,
+        **nats_options: Any,
     ) -> Self:
-        """A client on a connection of its own, closed with the client."""
-        client = cls(
-            await nats.connect(url, user=user, password=password, name="repo-reader-client"),
-            **options,
+        """A client on a connection of its own, closed with the client.
+
+        `nats_options` go to `nats.connect`; e.g. `max_reconnect_attempts=1` makes a missing
+        server fail fast instead of being retried for minutes.
+        """
+
+        async def quiet(exc: Exception) -> None:
+            log.debug("nats.connection_error", error=str(exc))
+
+        nc = await nats.connect(
+            url,
+            user=user,
+            password=password,
+            name="repo-reader-client",
+            error_cb=quiet,
+            **nats_options,
         )
+        client = cls(nc, json=json, timeout=timeout, attempts=attempts)
         client._owns_connection = True
         return client
 

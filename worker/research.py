@@ -30,7 +30,7 @@ from worker.errors import (
 )
 from worker.excerpts import Excerpt, cut_excerpt, decode_text, merge_spans
 from worker.licenses import LicenseCache, LicenseInfo, LicensePolicy, LicenseResolver
-from worker.search import IndexStore, SearchHit, informative_terms, tokenize
+from worker.search import IndexStore, SearchHit, informative_terms, text_terms
 from worker.swhid import content_swhid, origin_url
 
 NO_LICENSE = "NOASSERTION"
@@ -183,9 +183,9 @@ class ResearchService:
         if constraints.allowlist is not None:
             names = []
             for i, ref in enumerate(constraints.allowlist):
-                name = self.catalog.lookup(ref, field=f"repo_constraints.allowlist[{i}]").name
-                self.catalog.state(name)  # a named repository must be mirrored
-                names.append(name)
+                names.append(
+                    self.catalog.lookup(ref, field=f"repo_constraints.allowlist[{i}]").name
+                )
         else:
             names = self.catalog.servable()
             if not names:
@@ -209,6 +209,8 @@ class ResearchService:
                 repos_in_scope=len(scope),
                 max_repos=limits.max_repos,
             )
+        for name in scope:
+            self.catalog.state(name)  # every repository in scope must be mirrored
         for ref in constraints.revisions:
             if (
                 self.catalog.lookup(ref, field=f"repo_constraints.revisions.{ref}").name
@@ -254,7 +256,7 @@ class ResearchService:
         found: list[_Candidate] = []
         for hit in ranked:
             plan.check_deadline()
-            info = resolver.for_file(tree, hit.path, repo.repo[hit.blob])
+            info = resolver.for_file(tree, hit.path, _blob(repo.repo, hit.blob))
             if info is None and plan.require_license:
                 continue
             spdx = info.spdx if info else NO_LICENSE
@@ -276,7 +278,7 @@ class ResearchService:
         for candidates in by_file.values():
             plan.check_deadline()
             first = candidates[0]
-            text = decode_text(_blob_data(first.repo.repo, first.hit.blob))
+            text = decode_text(_blob(first.repo.repo, first.hit.blob).data)
             if text is None:
                 continue
             for start, end in merge_spans((c.hit.start_line, c.hit.end_line) for c in candidates):
@@ -318,11 +320,11 @@ def _artifact(candidate: _Candidate, excerpt: Excerpt, encoding: str) -> Researc
     )
 
 
-def _blob_data(repo: pygit2.Repository, blob_id: str) -> bytes:
+def _blob(repo: pygit2.Repository, blob_id: str) -> pygit2.Blob:
     blob = repo[blob_id]
     if not isinstance(blob, pygit2.Blob):
         raise InternalError("the index names an object that is not a blob", blob=blob_id)
-    return blob.data
+    return blob
 
 
 def _tree(repo: pygit2.Repository, commit: str) -> pygit2.Tree:
@@ -333,6 +335,6 @@ def _line_weight(terms: Sequence[str]) -> Callable[[str], float]:
     wanted = frozenset(terms)
 
     def weigh(line: str) -> float:
-        return float(sum(1 for token in tokenize(line) if token in wanted))
+        return float(sum(1 for token in text_terms(line) if token in wanted))
 
     return weigh

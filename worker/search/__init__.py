@@ -3,6 +3,13 @@
 from worker.search.build import build_commit_index
 from worker.search.ranking import CommitIndex, SearchHit
 from worker.search.store import IndexStore
-from worker.search.tokens import informative_terms
+from worker.search.tokens import informative_terms, text_terms
 
-__all__ = ["CommitIndex", "IndexStore", "SearchHit", "build_commit_index", "informative_terms"]
+__all__ = [
+    "CommitIndex",
+    "IndexStore",
+    "SearchHit",
+    "build_commit_index",
+    "informative_terms",
+    "text_terms",
+]
