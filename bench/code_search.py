@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import shutil
 import statistics
 import subprocess
@@ -148,7 +149,12 @@ def render(corpus: str, files: int, index_seconds: float, results: Sequence[Meas
         for row in rows
     ]
     lines.insert(1, "-" * max(len(line) for line in lines))
-    head = f"{corpus}: {files} files, trigram + research index built in {index_seconds:.0f} s"
+    built = (
+        "indexes reused from an earlier run"
+        if math.isnan(index_seconds)  # --reuse-cache
+        else f"trigram + research indexes built in {index_seconds:.0f} s"
+    )
+    head = f"{corpus}: {files} files, {built}"
     return head + "\n" + "\n".join(lines)
 
 
