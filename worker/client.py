@@ -198,7 +198,8 @@ class RepoReaderClient:
             while True:
                 remaining = max(deadline - time.monotonic(), 0.001)
                 receiving = asyncio.ensure_future(subscription.next_msg(timeout=remaining))
-                await asyncio.wait({receiving, refused}, return_when=asyncio.FIRST_COMPLETED)
+                waiting: set[asyncio.Future[Any]] = {receiving, refused}
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
                 if refused.done():
                     receiving.cancel()
                     raise AccessDenied(
