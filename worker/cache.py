@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
+import pygit2
 
 
 class MirrorState(msgspec.Struct, frozen=True, kw_only=True):
@@ -41,6 +42,17 @@ class MirrorState(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _state_decoder = msgspec.json.Decoder(MirrorState)
+
+
+def trust_configured_repositories() -> None:
+    """Let libgit2 open repositories owned by another user, for this whole process.
+
+    libgit2 refuses a repository whose owner is not the current user (git's
+    safe.directory). Here every repository opened is one the operator configured: a source
+    the mirror fetches from, or the cache a worker reads through a read-only mount that a
+    different uid wrote. Nothing is ever executed from them.
+    """
+    pygit2.option(pygit2.enums.Option.SET_OWNER_VALIDATION, 0)
 
 
 class CacheLayout:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pygit2
 
-from worker.cache import CacheLayout, MirrorState
+from worker.cache import CacheLayout, MirrorState, trust_configured_repositories
 from worker.config import Config, RepoEntry
 from worker.errors import (
     AccessDenied,
@@ -41,6 +41,7 @@ class RepoCatalog:
     """Resolves repository references against the config and the published mirror states."""
 
     def __init__(self, config: Config, layout: CacheLayout) -> None:
+        trust_configured_repositories()
         self.config = config
         self.layout = layout
         # A pygit2.Repository must not be shared between threads.

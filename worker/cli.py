@@ -153,9 +153,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _serve(args: argparse.Namespace, cache: Path) -> int:
     if args.require_sandbox:
-        from sandbox.posture import require_sandbox
+        from sandbox.posture import SandboxViolation, require_sandbox
 
-        require_sandbox(cache)
+        try:
+            require_sandbox(cache)
+        except SandboxViolation as exc:
+            print(f"repo-reader: refusing to serve outside the sandbox: {exc}", file=sys.stderr)
+            return 3
     from worker.app import Worker, serve
 
     config = load_config(config_path(cache, args.config))

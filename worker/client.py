@@ -9,6 +9,8 @@ same request with the same bytes), so a worker lost mid-request costs time, not 
 
 from __future__ import annotations
 
+import asyncio
+import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -30,11 +32,15 @@ from contracts.subjects import (
     HEADER_REQUEST_ID,
     Subject,
 )
-from worker.errors import InternalError, NoResponders, Timeout, failure_from_error
+from worker.errors import AccessDenied, InternalError, NoResponders, Timeout, failure_from_error
 
 ResponseT = TypeVar("ResponseT", bound=msgspec.Struct)
 
 log = structlog.get_logger(__name__)
+
+_PERMISSION_VIOLATION = re.compile(
+    r'permissions violation for publish to "(?P<subject>[^"]+)"', re.I
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +59,7 @@ class RepoReaderClient:
         self, nc: NATS, *, json: bool = False, timeout: float = 30.0, attempts: int = 2
     ) -> None:
         self._nc = nc
+        self._refusals: dict[str, asyncio.Future[str]] = {}
         self._json = json
         self._timeout = timeout
         self._attempts = attempts
@@ -76,20 +83,39 @@ class RepoReaderClient:
         server fail fast instead of being retried for minutes.
         """
 
-        async def quiet(exc: Exception) -> None:
-            log.debug("nats.connection_error", error=str(exc))
+        client: Self | None = None
+
+        async def on_error(exc: Exception) -> None:
+            if client is not None:
+                client.handle_error(exc)
+            else:
+                log.debug("nats.connection_error", error=str(exc))
 
         nc = await nats.connect(
             url,
             user=user,
             password=password,
             name="repo-reader-client",
-            error_cb=quiet,
+            error_cb=on_error,
             **nats_options,
         )
         client = cls(nc, json=json, timeout=timeout, attempts=attempts)
         client._owns_connection = True
         return client
+
+    def handle_error(self, exc: Exception) -> None:
+        """Feed an asynchronous NATS error to the client (pass it on from your own `error_cb`).
+
+        A permissions violation on a subject the client is calling fails that call at once
+        with ACCESS_DENIED instead of letting it time out.
+        """
+        match = _PERMISSION_VIOLATION.search(str(exc))
+        if match is None:
+            log.debug("nats.connection_error", error=str(exc))
+            return
+        refusal = self._refusals.get(match.group("subject"))
+        if refusal is not None and not refusal.done():
+            refusal.set_result(str(exc))
 
     async def __aenter__(self) -> Self:
         return self
@@ -157,6 +183,9 @@ class RepoReaderClient:
         self, subject: Subject, payload: bytes, decoder: Any, request_id: str, timeout: float
     ) -> list[Any]:
         inbox = self._nc.new_inbox()
+        refused = self._refusals.setdefault(
+            subject.value, asyncio.get_running_loop().create_future()
+        )
         subscription = await self._nc.subscribe(inbox)
         headers = {
             HEADER_CONTENT_TYPE: CONTENT_TYPE_JSON if self._json else CONTENT_TYPE_MSGPACK,
@@ -167,9 +196,19 @@ class RepoReaderClient:
         try:
             await self._nc.publish(subject.value, payload, reply=inbox, headers=headers)
             while True:
-                remaining = deadline - time.monotonic()
+                remaining = max(deadline - time.monotonic(), 0.001)
+                receiving = asyncio.ensure_future(subscription.next_msg(timeout=remaining))
+                waiting: set[asyncio.Future[Any]] = {receiving, refused}
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                if refused.done():
+                    receiving.cancel()
+                    raise AccessDenied(
+                        f"the NATS server refused this connection's request on {subject.value}",
+                        subject=subject.value,
+                        reason="nats-permissions",
+                    )
                 try:
-                    message = await subscription.next_msg(timeout=max(remaining, 0.001))
+                    message = receiving.result()
                 except NatsTimeoutError:
                     raise Timeout(
                         f"no complete answer to {subject.capability} within {timeout:g} s",
@@ -191,6 +230,8 @@ class RepoReaderClient:
                 if response.last:
                     return batches
         finally:
+            if self._refusals.get(subject.value) is refused and refused.done():
+                del self._refusals[subject.value]
             await subscription.unsubscribe()
 
 

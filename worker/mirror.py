@@ -19,7 +19,7 @@ from pathlib import Path
 import pygit2
 import structlog
 
-from worker.cache import CacheLayout, MirrorState, atomic_write_bytes
+from worker.cache import CacheLayout, MirrorState, atomic_write_bytes, trust_configured_repositories
 from worker.config import (
     Config,
     RepoEntry,
@@ -93,6 +93,7 @@ class Mirror:
         *,
         progress: ProgressCallback | None = None,
     ) -> None:
+        trust_configured_repositories()
         self.layout = CacheLayout(cache_dir)
         self.config_file = config_file
         self.config: Config = load_config(config_file)

@@ -14,7 +14,7 @@ from tests.support.cache import MirroredCache, SourceFactory
 from tests.support.workers import WorkerProcess
 from worker.client import RepoReaderClient
 from worker.embedded_nats import EmbeddedNats
-from worker.errors import NoResponders, RequestTooBroad, Timeout
+from worker.errors import AccessDenied, NoResponders, RequestTooBroad, Timeout
 
 
 @pytest.fixture
@@ -100,3 +100,31 @@ def test_exhausted_retries_raise_timeout(nats_server: EmbeddedNats, sample: Mirr
             asyncio.run(scenario())
         finally:
             worker.process.send_signal(signal.SIGCONT)
+
+
+PERMISSIONS = """
+authorization {
+  users = [
+    {user: synthesis, password: synthesis-pw,
+     permissions: {publish: {deny: ["repo_reader.>"]}, subscribe: ["_INBOX.>"]}}
+  ]
+}
+"""
+
+
+def test_publish_refused_by_the_server_is_access_denied() -> None:
+    """A user the NATS server forbids to publish research requests gets ACCESS_DENIED at once."""
+
+    async def scenario(url: str) -> None:
+        client = await RepoReaderClient.connect(
+            url, user="synthesis", password="synthesis-pw", timeout=20
+        )
+        async with client:
+            started = time.monotonic()
+            with pytest.raises(AccessDenied) as info:
+                await client.research(RepoReaderRequest(query="router"))
+            assert time.monotonic() - started < 10
+            assert info.value.details["subject"] == "repo_reader.v1.research"
+
+    with EmbeddedNats(config_text=PERMISSIONS) as server:
+        asyncio.run(scenario(server.url))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pygit2
@@ -10,6 +11,7 @@ import pytest
 from tests.support.cache import SAMPLE_FILES
 from tests.support.gitrepos import commit, init_repo
 from worker.cache import CacheLayout
+from worker.catalog import RepoCatalog
 from worker.config import ConfigError
 from worker.mirror import Mirror, SyncError
 
@@ -111,3 +113,17 @@ def test_add_appends_to_the_config_and_refuses_duplicates(tmp_path: Path) -> Non
         mirror.add("ACME/tool", "/elsewhere")
     with pytest.raises(SyncError, match="not registered"):
         mirror.sync(["acme/other"])
+
+
+def test_repositories_of_another_owner_are_mirrored_and_served(tmp_path: Path) -> None:
+    """A source and a cache written by another uid still open (the container case)."""
+    source_repo(tmp_path / "src")
+    for path in [tmp_path / "src", *(tmp_path / "src").rglob("*")]:
+        os.chown(path, 4242, 4242, follow_symlinks=False)
+    mirror = Mirror(tmp_path / "cache", tmp_path / "cache" / "repo-reader.toml")
+    mirror.add("acme/tool", str(tmp_path / "src"))
+    (result,) = mirror.sync()
+    for path in [tmp_path / "cache", *(tmp_path / "cache").rglob("*")]:
+        os.chown(path, 4343, 4343, follow_symlinks=False)
+    catalog = RepoCatalog(mirror.config, mirror.layout)
+    assert catalog.resolve("acme/tool").commit == result.head
