@@ -32,7 +32,7 @@ from contracts.subjects import (
     HEADER_REQUEST_ID,
     Subject,
 )
-from worker.errors import AccessDenied, InternalError, NoResponders, Timeout, failure_from_error
+from worker.errors import AccessDenied, InternalError, NoAnswer, NoResponders, failure_from_error
 
 ResponseT = TypeVar("ResponseT", bound=msgspec.Struct)
 
@@ -166,15 +166,13 @@ class RepoReaderClient:
         decoder: Any = (msgspec.json.Decoder if self._json else msgspec.msgpack.Decoder)(
             response_type
         )
-        last_error: Timeout | None = None
+        last_error: NoAnswer | None = None
         for _ in range(self._attempts):
             try:
                 return await self._exchange(
                     subject, payload, decoder, rid, timeout or self._timeout
                 )
-            except NoResponders:
-                raise
-            except Timeout as exc:
+            except NoAnswer as exc:
                 last_error = exc
         assert last_error is not None
         raise last_error
@@ -210,7 +208,7 @@ class RepoReaderClient:
                 try:
                     message = receiving.result()
                 except NatsTimeoutError:
-                    raise Timeout(
+                    raise NoAnswer(
                         f"no complete answer to {subject.capability} within {timeout:g} s",
                         request_id=request_id,
                         batches_received=len(batches),

@@ -13,6 +13,7 @@
     ├── NotFound                      NOT_FOUND
     ├── RateLimited                   RATE_LIMITED (details.retry_after_seconds)
     ├── Timeout                       TIMEOUT
+    │   ├── NoAnswer                  TIMEOUT (client side: no complete answer in time)
     │   └── NoResponders              TIMEOUT (client side: no worker serves the subject)
     ├── CapabilityDisabled            CAPABILITY_DISABLED
     └── InternalError                 INTERNAL
@@ -116,6 +117,10 @@ class Timeout(RepoReaderFailure):
     """The request ran out of its time budget."""
 
     code = ErrorCode.TIMEOUT
+
+
+class NoAnswer(Timeout):
+    """Raised by the client when no complete answer arrived in time; it retries these."""
 
 
 class NoResponders(Timeout):

@@ -14,7 +14,7 @@ from tests.support.cache import MirroredCache, SourceFactory
 from tests.support.workers import WorkerProcess
 from worker.client import RepoReaderClient
 from worker.embedded_nats import EmbeddedNats
-from worker.errors import AccessDenied, NoResponders, RequestTooBroad, Timeout
+from worker.errors import AccessDenied, NoAnswer, NoResponders, RequestTooBroad, Timeout
 
 
 @pytest.fixture
@@ -128,3 +128,20 @@ def test_publish_refused_by_the_server_is_access_denied() -> None:
 
     with EmbeddedNats(config_text=PERMISSIONS) as server:
         asyncio.run(scenario(server.url))
+
+
+def test_a_timeout_answer_is_not_retried(nats_server: EmbeddedNats, sample: MirroredCache) -> None:
+    """A worker's TIMEOUT answer is final: the client does not send the request again."""
+    sample.set_config("[server]\nrequest_timeout_seconds = 0.000001\n")
+    with WorkerProcess(sample.root, nats_server.url) as worker:
+
+        async def scenario() -> None:
+            async with await RepoReaderClient.connect(nats_server.url, attempts=3) as client:
+                with pytest.raises(Timeout) as info:
+                    await client.research(RepoReaderRequest(query="router"), request_id="rid-9")
+                assert not isinstance(info.value, NoAnswer)
+
+        asyncio.run(scenario())
+    refused = [line for line in worker.logs().splitlines() if '"request.refused"' in line]
+    assert len(refused) == 1
+    assert '"code": "TIMEOUT"' in refused[0]

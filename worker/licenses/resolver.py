@@ -195,7 +195,10 @@ class LicenseResolver:
         if names_by_id:
             ids = sorted(names_by_id, key=lambda spdx: (spdx.lower(), spdx))
             names = tuple(sorted(name for group in names_by_id.values() for name in group))
-            result = DirectoryLicense(spdx=" AND ".join(ids), names=names)
+            result = DirectoryLicense(
+                spdx=" AND ".join(f"({spdx})" if " OR " in spdx else spdx for spdx in ids),
+                names=names,
+            )
         self._cache.directories.put(key, result)
         return result
 
@@ -211,7 +214,12 @@ class LicenseResolver:
                 else None
             )
         text = license_file_text(data) if data is not None else None
-        spdx = identify_license_text(text) if text is not None else None
+        spdx = None
+        if text is not None:
+            # A license file that names its license with an SPDX tag (Linux's COPYING:
+            # "SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note") is a declaration
+            # by the project, and wins over guessing from the text around it.
+            spdx = spdx_header(text) or identify_license_text(text)
         self._cache.texts.put(blob_id, spdx)
         return spdx
 

@@ -119,6 +119,33 @@ def test_two_license_files_combine_with_and(snapshot: SnapshotFactory) -> None:
     assert file_license(repo, tree, "crates/core/lib.rs") == expected
 
 
+def test_license_file_declaring_its_spdx_id(snapshot: SnapshotFactory) -> None:
+    """A license file that names its license with an SPDX tag (as Linux's COPYING does) counts."""
+    copying = (
+        "The Linux Kernel is provided under:\n\n"
+        "\tSPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note\n\n"
+        "Being under the terms of the GNU General Public License version 2 only,\n"
+        "according with:\n\n\tLICENSES/preferred/GPL-2.0\n"
+    )
+    repo, tree = snapshot({"COPYING": copying, "kernel/fork.c": CODE})
+    expected = LicenseInfo(spdx="GPL-2.0 WITH Linux-syscall-note", source="COPYING")
+    assert LicenseResolver(repo).for_root(tree) == expected
+    assert file_license(repo, tree, "kernel/fork.c") == expected
+
+
+def test_combined_choices_keep_their_parentheses(snapshot: SnapshotFactory) -> None:
+    """A declared OR next to another license file is parenthesised before joining with AND."""
+    repo, tree = snapshot(
+        {
+            "LICENSE": "SPDX-License-Identifier: MIT OR Apache-2.0\n",
+            "COPYING": license_text("ISC"),
+        }
+    )
+    info = LicenseResolver(repo).for_root(tree)
+    assert info is not None
+    assert info.spdx == "ISC AND (MIT OR Apache-2.0)"
+
+
 def test_same_license_twice_is_one_license(snapshot: SnapshotFactory) -> None:
     """Two files with the same license name it once and cite both files."""
     repo, tree = snapshot(
