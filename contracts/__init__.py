@@ -1,5 +1,12 @@
 """Wire types of the repo-reader protocol: msgspec Structs and subject names, no I/O."""
 
+from contracts.admin import (
+    RebuildIndexRequest,
+    RebuildIndexResponse,
+    RepoSyncResult,
+    SyncRequest,
+    SyncResponse,
+)
 from contracts.code import (
     CodeListRequest,
     CodeListResponse,
@@ -73,14 +80,19 @@ __all__ = [
     "GitHistoryResponse",
     "LicenseConstraints",
     "ModuleChurn",
+    "RebuildIndexRequest",
+    "RebuildIndexResponse",
     "RepoConstraints",
     "RepoReaderError",
     "RepoReaderRequest",
     "RepoReaderResponse",
     "RepoStatusRequest",
     "RepoStatusResponse",
+    "RepoSyncResult",
     "ResearchArtifact",
     "ResolvedRepo",
     "ResultLimits",
     "Subject",
+    "SyncRequest",
+    "SyncResponse",
 ]

@@ -6,6 +6,7 @@ from typing import Final
 
 import msgspec
 
+from contracts.admin import RebuildIndexRequest, RebuildIndexResponse, SyncRequest, SyncResponse
 from contracts.code import (
     CodeListRequest,
     CodeListResponse,
@@ -28,8 +29,10 @@ MESSAGES: Final[dict[Subject, tuple[type[msgspec.Struct], type[msgspec.Struct]]]
     Subject.GIT_HISTORY: (GitHistoryRequest, GitHistoryResponse),
     Subject.GIT_CHURN: (GitChurnRequest, GitChurnResponse),
     Subject.REPO_STATUS: (RepoStatusRequest, RepoStatusResponse),
+    Subject.ADMIN_SYNC: (SyncRequest, SyncResponse),
+    Subject.ADMIN_REBUILD_INDEX: (RebuildIndexRequest, RebuildIndexResponse),
 }
-"""Request and response type of every subject that is served."""
+"""Request and response type of every subject that is served (admin ones by the mirror)."""
 
 
 def json_schemas() -> dict[str, object]:

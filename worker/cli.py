@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 
 
+def _nats_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nats", default=os.environ.get("REPO_READER_NATS_URL", DEFAULT_NATS_URL))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(prog="repo-reader", description=__doc__)
@@ -43,9 +47,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--log-level", default=os.environ.get("REPO_READER_LOG_LEVEL", "info"))
     commands = parser.add_subparsers(dest="command", required=True)
+    _add_serve(commands)
+    _add_mirror(commands)
+    _add_admin(commands)
+    _add_ask(commands)
+    add_tool_commands(commands, default_nats=DEFAULT_NATS_URL)
+    schema = commands.add_parser("schema", help="write the JSON Schemas of every message")
+    schema.add_argument("--out", type=Path, help="file to write (default: stdout)")
+    quickstart = commands.add_parser(
+        "quickstart", help="embedded NATS + mirror + worker + one sample question"
+    )
+    quickstart.add_argument("path", nargs="?", type=Path, default=Path.cwd())
+    quickstart.add_argument(
+        "--query", default="where does the worker decode requests and answer errors"
+    )
+    return parser
 
+
+def _add_serve(commands: Any) -> None:
     serve = commands.add_parser("serve", help="run a worker")
-    serve.add_argument("--nats", default=os.environ.get("REPO_READER_NATS_URL", DEFAULT_NATS_URL))
+    _nats_option(serve)
     serve.add_argument(
         "--concurrency", type=int, default=int(os.environ.get("REPO_READER_CONCURRENCY", "2"))
     )
@@ -59,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--scratch", type=Path, help="where on-demand indexes may spill (e.g. a tmpfs)"
     )
 
+
+def _add_mirror(commands: Any) -> None:
     mirror = commands.add_parser(
         "mirror", help="manage the mirrored repositories (the only cache writer)"
     )
@@ -73,10 +96,38 @@ def build_parser() -> argparse.ArgumentParser:
         "list", help="show registered repositories and their state"
     )
     listing.add_argument("--json", action="store_true")
+    serve = mirror_commands.add_parser(
+        "serve", help="sync on a schedule and answer admin requests over NATS"
+    )
+    _nats_option(serve)
+    serve.add_argument(
+        "--interval",
+        type=float,
+        help="seconds between scheduled syncs (default: [mirror] sync_interval_seconds; 0: none)",
+    )
+    serve.add_argument("--ready-file", type=Path, help="written once subscribed")
 
+
+def _add_admin(commands: Any) -> None:
+    admin = commands.add_parser("admin", help="ask the mirror service to sync or re-index")
+    admin_commands = admin.add_subparsers(dest="admin_command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    _nats_option(common)
+    common.add_argument("--json", action="store_true")
+    common.add_argument("--timeout", type=float, default=3600.0)
+    sync = admin_commands.add_parser("sync", parents=[common], help="sync now")
+    sync.add_argument("names", nargs="*", metavar="OWNER/NAME")
+    rebuild = admin_commands.add_parser(
+        "rebuild-index", parents=[common], help="index a repository again"
+    )
+    rebuild.add_argument("name", metavar="OWNER/NAME")
+    rebuild.add_argument("--revision", help="commit sha, tag or branch (default: mirrored head)")
+
+
+def _add_ask(commands: Any) -> None:
     ask = commands.add_parser("ask", help="send a research request and print the artifacts")
     ask.add_argument("query")
-    ask.add_argument("--nats", default=os.environ.get("REPO_READER_NATS_URL", DEFAULT_NATS_URL))
+    _nats_option(ask)
     ask.add_argument(
         "--repo", action="append", dest="repos", metavar="OWNER/NAME", help="repeatable"
     )
@@ -97,20 +148,6 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--timeout", type=float, default=30.0)
     ask.add_argument("--json", action="store_true", help="print the answer as JSON")
 
-    add_tool_commands(commands, default_nats=DEFAULT_NATS_URL)
-
-    schema = commands.add_parser("schema", help="write the JSON Schemas of every message")
-    schema.add_argument("--out", type=Path, help="file to write (default: stdout)")
-
-    quickstart = commands.add_parser(
-        "quickstart", help="embedded NATS + mirror + worker + one sample question"
-    )
-    quickstart.add_argument("path", nargs="?", type=Path, default=Path.cwd())
-    quickstart.add_argument(
-        "--query", default="where does the worker decode requests and answer errors"
-    )
-    return parser
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
@@ -125,6 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _serve(args, cache)
             case "mirror":
                 return _mirror(args, cache)
+            case "admin":
+                return asyncio.run(_admin(args))
             case "ask":
                 return asyncio.run(_ask(args))
             case "search" | "read" | "list" | "history" | "churn" | "status":
@@ -183,6 +222,17 @@ def _mirror(args: argparse.Namespace, cache: Path) -> int:
                 _print_sync(mirror.sync(args.names))
             case "list":
                 _print_list(mirror, as_json=args.json)
+            case "serve":
+                from worker.mirror_service import serve_mirror
+
+                interval = args.interval
+                if interval is None:
+                    interval = float(mirror.config.mirror.sync_interval_seconds)
+                asyncio.run(
+                    serve_mirror(
+                        mirror, args.nats, interval=interval or None, ready_file=args.ready_file
+                    )
+                )
     except SyncError as exc:
         print(f"repo-reader: sync failed: {exc}", file=sys.stderr)
         return 1
@@ -237,6 +287,41 @@ def _print_list(mirror: Mirror, *, as_json: bool) -> None:
             f"{row['name']!s:<32} {head:<12} {license_!s:<20} "
             f"{row['synced_at'] or '-'}  {row['url']}"
         )
+
+
+async def _admin(args: argparse.Namespace) -> int:
+    from contracts.admin import RebuildIndexRequest, RebuildIndexResponse, SyncRequest, SyncResponse
+    from contracts.subjects import Subject
+    from worker.app import NatsCredentials
+    from worker.client import RepoReaderClient
+
+    credentials = NatsCredentials.from_environment()
+    async with await RepoReaderClient.connect(
+        args.nats,
+        user=credentials.user,
+        password=credentials.password,
+        timeout=args.timeout,
+        attempts=1,
+        max_reconnect_attempts=2,
+    ) as client:
+        if args.admin_command == "sync":
+            request = SyncRequest(repos=tuple(args.names) if args.names else None)
+            (response,) = await client.call(Subject.ADMIN_SYNC, request, SyncResponse)
+            if args.json:
+                print(msgspec.json.format(msgspec.json.encode(response.results)).decode())
+                return 0
+            for r in response.results:
+                before = r.previous_head[:12] if r.previous_head else "new"
+                moved = f"{before} -> {r.head[:12]}"
+                print(f"{r.repo}: {moved}  objects={r.received_objects}  {r.seconds:.1f}s")
+        else:
+            rebuilt = RebuildIndexRequest(repo=args.name, revision=args.revision)
+            (done,) = await client.call(Subject.ADMIN_REBUILD_INDEX, rebuilt, RebuildIndexResponse)
+            if args.json:
+                print(msgspec.json.encode(done).decode())
+            else:
+                print(f"{done.repo}: indexed {done.commit} in {done.seconds:.1f}s")
+    return 0
 
 
 async def _ask(args: argparse.Namespace) -> int:

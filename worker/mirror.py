@@ -16,10 +16,12 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import msgspec
 import pygit2
 import structlog
 
 from worker.cache import CacheLayout, MirrorState, atomic_write_bytes, trust_configured_repositories
+from worker.catalog import resolve_revision
 from worker.config import (
     Config,
     RepoEntry,
@@ -27,7 +29,7 @@ from worker.config import (
     parse_config,
     render_repo_entry,
 )
-from worker.errors import ConfigError
+from worker.errors import ConfigError, RevisionNotFound
 from worker.licenses import LicenseResolver
 
 log = structlog.get_logger(__name__)
@@ -164,6 +166,32 @@ class Mirror:
         )
         log.info("mirror.synced", **dataclasses.asdict(result))
         return result
+
+    def rebuild_index(self, name: str, revision: str | None = None) -> tuple[str, float]:
+        """Index `name` at `revision` (default: its mirrored head) again; (commit, seconds).
+
+        Re-indexing the published head republishes the state with it marked indexed.
+        """
+        entry = self.config.repo(name)
+        if entry is None:
+            raise SyncError(f"{name} is not registered in {self.config_file}")
+        started = time.monotonic()
+        with self.layout.sync_lock(entry.name):
+            state = self.layout.read_state(entry.name)
+            if state is None:
+                raise SyncError(f"{entry.name} has never been synced")
+            repo = pygit2.Repository(str(self.layout.repo_dir(entry.name)))
+            commit = resolve_revision(repo, revision) if revision else state.head
+            if commit is None:
+                raise RevisionNotFound(
+                    f"{revision!r} is not a commit, tag or branch of {entry.name}",
+                    repo=entry.name,
+                    revision=revision,
+                )
+            self._index(entry, repo, commit)
+            if commit == state.head:
+                self.layout.write_state(msgspec.structs.replace(state, indexed_commit=commit))
+        return commit, time.monotonic() - started
 
     def _clone(self, entry: RepoEntry, repo_dir: Path) -> tuple[pygit2.Repository, int]:
         repo_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -97,8 +97,12 @@ class WorkerService:
         concurrency: int = 1,
         admission: Admission | None = None,
         ready_file: Path | None = None,
+        name: str = SERVICE_NAME,
+        queue_group: str = QUEUE_GROUP,
+        description: str = "Bounded, license-attributed excerpts from mirrored git repositories",
     ) -> None:
         self._nc = nc
+        self._identity = (name, queue_group, description)
         self._capabilities = {c.subject: c for c in capabilities}
         self._codecs = Codecs({c.subject: c.request_type for c in capabilities})
         self._timeout = request_timeout
@@ -114,10 +118,10 @@ class WorkerService:
         self._service = await add_service(
             self._nc,
             ServiceConfig(
-                name=SERVICE_NAME,
+                name=self._identity[0],
                 version=service_version(),
-                description="Bounded, license-attributed excerpts from mirrored git repositories",
-                queue_group=QUEUE_GROUP,
+                description=self._identity[2],
+                queue_group=self._identity[1],
                 stats_handler=self._endpoint_stats,
             ),
         )

@@ -1,0 +1,60 @@
+"""The `admin.*` message family: asking the mirror (the only cache writer) to sync or re-index.
+
+Only the mirror serves these subjects; workers never do, and NATS permissions let only
+operators' credentials publish them.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from contracts.errors import RepoReaderError
+from contracts.types import RepoId, Revision
+
+
+class SyncRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Fetch and index registered repositories now."""
+
+    repos: tuple[RepoId, ...] | None = None
+    """Which ones; absent means every registered repository."""
+
+
+class RepoSyncResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What one repository's sync did."""
+
+    repo: str
+    head: str
+    previous_head: str | None = None
+    received_objects: int = 0
+    indexed: bool = False
+    seconds: float = 0.0
+
+
+class SyncResponse(msgspec.Struct, frozen=True, kw_only=True):
+    """The result of every repository synced, in request order."""
+
+    request_id: str
+    batch: int = 0
+    last: bool = True
+    errors: tuple[RepoReaderError, ...] = ()
+    results: tuple[RepoSyncResult, ...] = ()
+
+
+class RebuildIndexRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Build the search indexes of one repository at a revision again."""
+
+    repo: RepoId
+    revision: Revision | None = None
+    """A sha, tag or branch; absent means the mirrored default branch head."""
+
+
+class RebuildIndexResponse(msgspec.Struct, frozen=True, kw_only=True):
+    """Which commit was indexed and how long it took."""
+
+    request_id: str
+    batch: int = 0
+    last: bool = True
+    errors: tuple[RepoReaderError, ...] = ()
+    repo: str = ""
+    commit: str = ""
+    seconds: float = 0.0
