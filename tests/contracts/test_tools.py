@@ -19,9 +19,9 @@ from contracts import (
     RepoStatusRequest,
 )
 from contracts.registry import MESSAGES
-from contracts.subjects import Subject
+from contracts.subjects import ADMIN_SUBJECTS, Subject
 
-TOOL_SUBJECTS = [s for s in MESSAGES if s != Subject.RESEARCH]
+TOOL_SUBJECTS = [s for s in MESSAGES if s != Subject.RESEARCH and s not in ADMIN_SUBJECTS]
 
 
 def test_every_tool_subject_is_registered() -> None:
