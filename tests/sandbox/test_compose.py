@@ -7,43 +7,22 @@ skip, or fail when REPO_READER_REQUIRE_DOCKER=1.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from typing import Any
 
 import pytest
 
-from tests.sandbox.conftest import unavailable
 from tests.sandbox.roles import PROJECT_ROOT, new_passwords, password_environment
+from tests.sandbox.stack import compose_command, compose_environment
 
 pytestmark = pytest.mark.container
 
 CONFINED_SERVICES = ("worker", "mirror")
 
 
-def compose_command() -> list[str]:
-    """`docker compose`, when the CLI and its Compose v2 plugin are installed."""
-    docker = shutil.which("docker")
-    if docker is None:
-        unavailable("no docker CLI for `docker compose config`")
-    assert docker is not None
-    version = subprocess.run(
-        [docker, "compose", "version"], capture_output=True, text=True, check=False, timeout=30
-    )
-    if version.returncode != 0:
-        unavailable("no Docker Compose v2 plugin (sandbox/install-docker.sh installs it)")
-    return [docker, "compose"]
-
-
 def compose_config(extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`docker compose config --format json` of the project, with fresh passwords set."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("REPO_READER_", "COMPOSE_"))
-    }
-    env |= password_environment(new_passwords()) | (extra_env or {})
+    env = compose_environment(password_environment(new_passwords()) | (extra_env or {}))
     project = ["--project-directory", str(PROJECT_ROOT)]
     return subprocess.run(
         [*compose_command(), *project, "config", "--format", "json"],

@@ -6,7 +6,6 @@ They inspect (routes, mounts, capabilities) and talk only to their own container
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 import time
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ import pytest
 
 from contracts.subjects import QUEUE_GROUP, Subject
 from tests.sandbox.conftest import ProjectImages
+from tests.sandbox.probes import posture_rules
 from tests.sandbox.roles import (
     NATS_CONF,
     RoleConnection,
@@ -65,17 +65,6 @@ def run_to_exit(started: Any) -> tuple[int, str]:
     code = int(started.wait())
     out, err = started.get_logs()
     return code, (out + err).decode()
-
-
-def posture_rules(output: str) -> set[str]:
-    """The rules `python -m sandbox.posture` reported as violated."""
-    rules = set()
-    for line in output.splitlines():
-        if line.startswith("{"):
-            rule = json.loads(line)["rule"]
-            if rule:
-                rules.add(rule)
-    return rules
 
 
 @pytest.fixture
