@@ -183,7 +183,7 @@ choose_base() {
 
 build_image() {
     step "$IMAGE"
-    quietly image docker build "${no_cache[@]}" --file "$project/Containerfile" \
+    quietly image docker build --force-rm "${no_cache[@]}" --file "$project/Containerfile" \
         --build-arg "BASE_IMAGE=$BASE_IMAGE" --tag "$IMAGE" "$project"
     step_done "$IMAGE"
 }
@@ -225,7 +225,7 @@ choose_nats() {
     else
         log "building $LOCAL_NATS_IMAGE ($NATS_IMAGE unavailable)"
         prepare_nats_context
-        quietly nats-image docker build "${no_cache[@]}" --file "$here/nats.Containerfile" \
+        quietly nats-image docker build --force-rm "${no_cache[@]}" --file "$here/nats.Containerfile" \
             --tag "$LOCAL_NATS_IMAGE" "$project"
         NATS_IMAGE=$LOCAL_NATS_IMAGE
     fi
