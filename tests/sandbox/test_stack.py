@@ -24,7 +24,7 @@ import pygit2
 import pytest
 from nats.errors import TimeoutError as NatsTimeoutError
 
-from contracts import RepoConstraints, RepoReaderRequest
+from contracts import RepoConstraints, RepoReaderRequest, SyncRequest, SyncResponse
 from contracts.subjects import SERVICE_NAME, Subject
 from tests.sandbox.conftest import ProjectImages
 from tests.sandbox.probes import WRITE_PROBE, posture_rules, usable_default_routes, write_outcomes
@@ -522,3 +522,32 @@ def test_docker_kill_mid_load_loses_no_request(
     retried = [o for o in outcomes if o.seconds >= timeout]
     assert retried, "no request was held by the killed worker: the retry path did not run"
     assert all(o.answer == calm_answers[o.query] for o in outcomes)
+
+
+def test_scheduled_mirror_service_syncs_on_request(stack: Stack) -> None:
+    """The optional mirror service answers admin.sync from the host; workers then serve the new
+    head. Runs last: it moves the mirrored head the other tests compare against."""
+    stack.compose.run(
+        "--profile", "scheduled", "up", "--detach", "--wait", "--no-deps", "--no-build",
+        "--pull", "never", "mirror-service", timeout=240,
+    )  # fmt: skip
+    try:
+        newer = commit(
+            stack.source, {"sample/fresh.py": "def freshly_added_feature():\n    return 'fresh'\n"}
+        )
+
+        async def scenario() -> None:
+            async with await connect(stack, timeout=120) as client:
+                request = SyncRequest(repos=(REPO,))
+                (synced,) = await client.call(Subject.ADMIN_SYNC, request, SyncResponse)
+                ((result,),) = (synced.results,)
+                assert (result.previous_head, result.head) == (stack.head, newer)
+                answer = await client.research(research_request("freshly added feature"))
+                assert answer.resolved[0].commit == newer
+                assert "sample/fresh.py" in {a.path for a in answer.artifacts}
+
+        asyncio.run(scenario())
+    finally:
+        stack.compose.run(
+            "--profile", "scheduled", "rm", "--stop", "--force", "mirror-service", check=False
+        )
