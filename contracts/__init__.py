@@ -17,7 +17,7 @@ from contracts.code import (
     CodeSearchResponse,
     DirectoryEntry,
 )
-from contracts.errors import ErrorCode, ErrorReply, RepoReaderError
+from contracts.errors import ErrorCode, ErrorReply, RepoReaderError, ResponseEnvelope
 from contracts.git import (
     CommitSummary,
     GitChurnRequest,
@@ -91,6 +91,7 @@ __all__ = [
     "RepoSyncResult",
     "ResearchArtifact",
     "ResolvedRepo",
+    "ResponseEnvelope",
     "ResultLimits",
     "Subject",
     "SyncRequest",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from contracts.errors import RepoReaderError
+from contracts.errors import ResponseEnvelope
 from contracts.types import RepoId, Revision
 
 
@@ -30,13 +30,9 @@ class RepoSyncResult(msgspec.Struct, frozen=True, kw_only=True):
     seconds: float = 0.0
 
 
-class SyncResponse(msgspec.Struct, frozen=True, kw_only=True):
+class SyncResponse(ResponseEnvelope, frozen=True, kw_only=True):
     """The result of every repository synced, in request order."""
 
-    request_id: str
-    batch: int = 0
-    last: bool = True
-    errors: tuple[RepoReaderError, ...] = ()
     results: tuple[RepoSyncResult, ...] = ()
 
 
@@ -48,13 +44,9 @@ class RebuildIndexRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unkn
     """A sha, tag or branch; absent means the mirrored default branch head."""
 
 
-class RebuildIndexResponse(msgspec.Struct, frozen=True, kw_only=True):
+class RebuildIndexResponse(ResponseEnvelope, frozen=True, kw_only=True):
     """Which commit was indexed and how long it took."""
 
-    request_id: str
-    batch: int = 0
-    last: bool = True
-    errors: tuple[RepoReaderError, ...] = ()
     repo: str = ""
     commit: str = ""
     seconds: float = 0.0

@@ -12,7 +12,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from contracts.errors import RepoReaderError
+from contracts.errors import ResponseEnvelope
 from contracts.types import Extension, PositiveInt, RepoPath, RepoRef, Revision
 
 LineSpan = Annotated[
@@ -87,13 +87,9 @@ class CodeSearchHit(msgspec.Struct, frozen=True, kw_only=True):
     """`spdx-header`, the path of the license file, or `none`."""
 
 
-class CodeSearchResponse(msgspec.Struct, frozen=True, kw_only=True):
+class CodeSearchResponse(ResponseEnvelope, frozen=True, kw_only=True):
     """One message of a search answer; batch 0 carries everything but the later hits."""
 
-    request_id: str
-    batch: int = 0
-    last: bool = True
-    errors: tuple[RepoReaderError, ...] = ()
     repo: str = ""
     commit: str = ""
     ref: str = ""
@@ -125,13 +121,9 @@ class CodeReadRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     require_license: bool = True
 
 
-class CodeReadResponse(msgspec.Struct, frozen=True, kw_only=True):
+class CodeReadResponse(ResponseEnvelope, frozen=True, kw_only=True):
     """A bounded excerpt of a file, or only its metadata (binary, symlink, submodule, too large)."""
 
-    request_id: str
-    batch: int = 0
-    last: bool = True
-    errors: tuple[RepoReaderError, ...] = ()
     repo: str = ""
     commit: str = ""
     ref: str = ""
@@ -190,13 +182,9 @@ class DirectoryEntry(msgspec.Struct, frozen=True, kw_only=True):
     """Bytes of a file or of a symlink's target text; 0 for directories and submodules."""
 
 
-class CodeListResponse(msgspec.Struct, frozen=True, kw_only=True):
+class CodeListResponse(ResponseEnvelope, frozen=True, kw_only=True):
     """One message of a listing; entries in path order, depth-first when recursive."""
 
-    request_id: str
-    batch: int = 0
-    last: bool = True
-    errors: tuple[RepoReaderError, ...] = ()
     repo: str = ""
     commit: str = ""
     ref: str = ""

@@ -35,14 +35,24 @@ class RepoReaderError(msgspec.Struct, frozen=True, kw_only=True):
     details: dict[str, Any] = {}
 
 
-class ErrorReply(msgspec.Struct, frozen=True, kw_only=True):
-    """The single message that answers a failed request on any subject.
+class ResponseEnvelope(msgspec.Struct, frozen=True, kw_only=True):
+    """The fields every response message starts with, on every subject.
 
-    Its fields are a subset of every response type's, so a client decodes it with the
-    response type of the subject it asked on.
+    An answer may be several messages: `batch` counts them from 0 and the one with `last`
+    set ends it. A failed request is answered by one message with `errors` set.
     """
 
     request_id: str
     batch: int = 0
     last: bool = True
+    errors: tuple[RepoReaderError, ...] = ()
+
+
+class ErrorReply(ResponseEnvelope, frozen=True, kw_only=True):
+    """The single message that answers a failed request on any subject.
+
+    It has only the envelope's fields, so a client decodes it with the response type of
+    the subject it asked on.
+    """
+
     errors: tuple[RepoReaderError, ...]

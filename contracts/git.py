@@ -12,7 +12,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from contracts.errors import RepoReaderError
+from contracts.errors import ResponseEnvelope
 from contracts.types import PositiveInt, RepoRef, Revision
 
 TimeWindow = Annotated[
@@ -61,13 +61,9 @@ class CommitSummary(msgspec.Struct, frozen=True, kw_only=True):
     files_truncated: bool = False
 
 
-class GitHistoryResponse(msgspec.Struct, frozen=True, kw_only=True):
+class GitHistoryResponse(ResponseEnvelope, frozen=True, kw_only=True):
     """One message of a history answer; newest commit first."""
 
-    request_id: str
-    batch: int = 0
-    last: bool = True
-    errors: tuple[RepoReaderError, ...] = ()
     repo: str = ""
     commit: str = ""
     ref: str = ""
@@ -104,13 +100,9 @@ class ModuleChurn(msgspec.Struct, frozen=True, kw_only=True):
     lines_changed: int = 0
 
 
-class GitChurnResponse(msgspec.Struct, frozen=True, kw_only=True):
+class GitChurnResponse(ResponseEnvelope, frozen=True, kw_only=True):
     """Modules by commit count, then lines changed, then path."""
 
-    request_id: str
-    batch: int = 0
-    last: bool = True
-    errors: tuple[RepoReaderError, ...] = ()
     repo: str = ""
     commit: str = ""
     ref: str = ""

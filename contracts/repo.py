@@ -6,7 +6,7 @@ import datetime as dt
 
 import msgspec
 
-from contracts.errors import RepoReaderError
+from contracts.errors import ResponseEnvelope
 from contracts.types import RepoRef
 
 
@@ -16,13 +16,9 @@ class RepoStatusRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknow
     repo: RepoRef
 
 
-class RepoStatusResponse(msgspec.Struct, frozen=True, kw_only=True):
+class RepoStatusResponse(ResponseEnvelope, frozen=True, kw_only=True):
     """What the last sync published and when the next one is due."""
 
-    request_id: str
-    batch: int = 0
-    last: bool = True
-    errors: tuple[RepoReaderError, ...] = ()
     repo: str = ""
     default_ref: str = ""
     head: str = ""

@@ -12,7 +12,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from contracts.errors import RepoReaderError
+from contracts.errors import ResponseEnvelope
 from contracts.types import Extension, PositiveInt, RepoId, RepoRef, Revision, Sha, SpdxId
 
 
@@ -100,16 +100,12 @@ class ResolvedRepo(msgspec.Struct, frozen=True, kw_only=True):
     """The repository's root license, when one was detected."""
 
 
-class RepoReaderResponse(msgspec.Struct, frozen=True, kw_only=True):
+class RepoReaderResponse(ResponseEnvelope, frozen=True, kw_only=True):
     """One message of an answer; a large answer is several, sent in order on the reply subject.
 
     Batch 0 carries `resolved`; the message with `last` set ends the answer. An error
     answer is a single message with `errors` set and no artifacts.
     """
 
-    request_id: str
-    batch: int = 0
-    last: bool = True
     artifacts: tuple[ResearchArtifact, ...] = ()
-    errors: tuple[RepoReaderError, ...] = ()
     resolved: tuple[ResolvedRepo, ...] = ()

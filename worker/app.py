@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-from dataclasses import dataclass
 from pathlib import Path
 
-import nats
 import structlog
 
 from contracts.research import RepoReaderRequest
@@ -21,26 +17,16 @@ from worker.config import Config
 from worker.ratelimit import RateLimiter
 from worker.research import ResearchService
 from worker.search import IndexStore
-from worker.service import Capability, Reply, RequestContext, WorkerService
+from worker.service import (
+    Capability,
+    Reply,
+    RequestContext,
+    WorkerService,
+    connect_service,
+    run_service,
+)
 
 log = structlog.get_logger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class NatsCredentials:
-    """User and password for the NATS connection, from the environment or a file."""
-
-    user: str | None
-    password: str | None
-
-    @classmethod
-    def from_environment(cls) -> NatsCredentials:
-        """`REPO_READER_NATS_USER` with `REPO_READER_NATS_PASSWORD` or `..._PASSWORD_FILE`."""
-        password = os.environ.get("REPO_READER_NATS_PASSWORD")
-        password_file = os.environ.get("REPO_READER_NATS_PASSWORD_FILE")
-        if password is None and password_file:
-            password = Path(password_file).read_text().strip()
-        return cls(user=os.environ.get("REPO_READER_NATS_USER"), password=password)
 
 
 class Worker:
@@ -97,13 +83,9 @@ async def serve(
     stop: asyncio.Event | None = None,
 ) -> None:
     """Connect, serve until `stop` is set (or SIGTERM/SIGINT arrives), then drain."""
-    credentials = NatsCredentials.from_environment()
-    nc = await nats.connect(
+    nc = await connect_service(
         nats_url,
-        user=credentials.user,
-        password=credentials.password,
         name="repo-reader-worker",
-        max_reconnect_attempts=-1,
         drain_timeout=max(30, int(worker.config.server.request_timeout_seconds * 2)),
     )
     capabilities = worker.capabilities()
@@ -117,14 +99,4 @@ async def serve(
         ),
         ready_file=ready_file,
     )
-    stop = stop or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    try:
-        await service.start()
-        await stop.wait()
-    finally:
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(signum)
-        await service.drain()
+    await run_service(service, stop)

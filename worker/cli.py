@@ -292,8 +292,8 @@ def _print_list(mirror: Mirror, *, as_json: bool) -> None:
 async def _admin(args: argparse.Namespace) -> int:
     from contracts.admin import RebuildIndexRequest, RebuildIndexResponse, SyncRequest, SyncResponse
     from contracts.subjects import Subject
-    from worker.app import NatsCredentials
     from worker.client import RepoReaderClient
+    from worker.service import NatsCredentials
 
     credentials = NatsCredentials.from_environment()
     async with await RepoReaderClient.connect(
@@ -327,8 +327,8 @@ async def _admin(args: argparse.Namespace) -> int:
 async def _ask(args: argparse.Namespace) -> int:
     from nats.errors import NoServersError
 
-    from worker.app import NatsCredentials
     from worker.client import RepoReaderClient, artifact_lines
+    from worker.service import NatsCredentials
 
     revisions = {}
     for item in args.revision:

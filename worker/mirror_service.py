@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
+import functools
 from pathlib import Path
 from typing import Final
 
-import nats
 import structlog
 
 from contracts.admin import (
@@ -24,10 +23,16 @@ from contracts.admin import (
     SyncResponse,
 )
 from contracts.subjects import Subject
-from worker.app import NatsCredentials
 from worker.errors import AccessDenied, InternalError
 from worker.mirror import Mirror, SyncError
-from worker.service import Capability, Reply, RequestContext, WorkerService
+from worker.service import (
+    Capability,
+    Reply,
+    RequestContext,
+    WorkerService,
+    connect_service,
+    run_service,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -109,14 +114,7 @@ async def serve_mirror(
     stop: asyncio.Event | None = None,
 ) -> None:
     """Answer admin requests and sync every `interval` seconds (None: only on request)."""
-    credentials = NatsCredentials.from_environment()
-    nc = await nats.connect(
-        nats_url,
-        user=credentials.user,
-        password=credentials.password,
-        name="repo-reader-mirror",
-        max_reconnect_attempts=-1,
-    )
+    nc = await connect_service(nats_url, name="repo-reader-mirror")
     service = WorkerService(
         nc,
         MirrorAdmin(mirror).capabilities(),
@@ -126,22 +124,8 @@ async def serve_mirror(
         queue_group=MIRROR_QUEUE_GROUP,
         description="The repo-reader mirror: syncs and re-indexes the cache",
     )
-    stop = stop or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    schedule = asyncio.create_task(_scheduled_syncs(mirror, interval, stop)) if interval else None
-    try:
-        await service.start()
-        await stop.wait()
-    finally:
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(signum)
-        if schedule is not None:
-            schedule.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await schedule
-        await service.drain()
+    schedule = functools.partial(_scheduled_syncs, mirror, interval) if interval else None
+    await run_service(service, stop, beside=schedule)
 
 
 async def _scheduled_syncs(mirror: Mirror, interval: float, stop: asyncio.Event) -> None:

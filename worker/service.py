@@ -10,18 +10,22 @@ nothing new, which is what SIGTERM does.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
+import os
+import signal
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import nats
 import structlog
 from nats.aio.client import Client as NATS
 from nats.micro import add_service
@@ -240,3 +244,59 @@ class WorkerService:
 def _header_value(text: str) -> str:
     """A header-safe, bounded copy of `text` (NATS headers cannot hold line breaks)."""
     return " ".join(text.split())[:200]
+
+
+@dataclass(frozen=True, slots=True)
+class NatsCredentials:
+    """User and password for the NATS connection, from the environment or a file."""
+
+    user: str | None
+    password: str | None
+
+    @classmethod
+    def from_environment(cls) -> NatsCredentials:
+        """`REPO_READER_NATS_USER` with `REPO_READER_NATS_PASSWORD` or `..._PASSWORD_FILE`."""
+        password = os.environ.get("REPO_READER_NATS_PASSWORD")
+        password_file = os.environ.get("REPO_READER_NATS_PASSWORD_FILE")
+        if password is None and password_file:
+            password = Path(password_file).read_text().strip()
+        return cls(user=os.environ.get("REPO_READER_NATS_USER"), password=password)
+
+
+async def connect_service(nats_url: str, *, name: str, drain_timeout: int = 30) -> NATS:
+    """A long-lived connection for a service process, with the environment's credentials."""
+    credentials = NatsCredentials.from_environment()
+    return await nats.connect(
+        nats_url,
+        user=credentials.user,
+        password=credentials.password,
+        name=name,
+        max_reconnect_attempts=-1,
+        drain_timeout=drain_timeout,
+    )
+
+
+async def run_service(
+    service: WorkerService,
+    stop: asyncio.Event | None = None,
+    *,
+    beside: Callable[[asyncio.Event], Coroutine[Any, Any, None]] | None = None,
+) -> None:
+    """Start `service` and run `beside(stop)` next to it until `stop` is set (or SIGTERM/SIGINT
+    arrives); then cancel what runs beside it and drain."""
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    companion = asyncio.create_task(beside(stop)) if beside is not None else None
+    try:
+        await service.start()
+        await stop.wait()
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        if companion is not None:
+            companion.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await companion
+        await service.drain()

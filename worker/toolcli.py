@@ -138,8 +138,8 @@ def tool_request(args: argparse.Namespace) -> msgspec.Struct:
 
 async def run_tool_command(args: argparse.Namespace) -> int:
     """Send the subcommand's request, print the answer; failures raise RepoReaderFailure."""
-    from worker.app import NatsCredentials
     from worker.client import RepoReaderClient
+    from worker.service import NatsCredentials
 
     subject, response_type, items = _CALLS[args.command]
     request = tool_request(args)
