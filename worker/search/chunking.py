@@ -1,15 +1,20 @@
-"""Split a blob into chunks: definitions from a real parser, line windows for other text.
+"""Split blobs into chunks: definitions from a real parser, line windows for other text.
 
-Chunks partition the blob's non-blank lines: every line belongs to at most one chunk, each
+Chunks partition a blob's non-blank lines: every line belongs to at most one chunk, each
 chunk is a contiguous, blank-trimmed span. A definition's chunk starts at its leading doc
 comments and decorators; a container (class, impl, namespace) keeps the lines that are not
 in a nested definition (its head, its attributes). Spans are 0-based rows here; lines are
 split on b"\\n", the same rule the excerpt code uses.
+
+Blobs are chunked a batch at a time: line starts and blank lines come from numpy passes over
+the whole batch, C, C++ and Python files are outlined together (see `worker.search.outline`),
+and Python touches each definition and each window, never each line.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -18,6 +23,7 @@ import numpy.typing as npt
 import tree_sitter
 
 from worker.search.languages import PARSED_LANGUAGES, comment_prefixes, grammar
+from worker.search.outline import Outline, c_outlines, python_outlines
 
 MAX_CHUNK_LINES: Final = 150
 """A longer definition is cut into windows: one hit should not be a 2,000-line function."""
@@ -25,6 +31,8 @@ TEXT_WINDOW_LINES: Final = 40
 MAX_NESTING: Final = 8
 """Deeper definitions stay inside their parent's chunk (generated code nests absurdly)."""
 _BLANK: Final = b" \t\r\f\v"
+_BLANK_TABLE = np.zeros(256, dtype=bool)
+_BLANK_TABLE[list(_BLANK)] = True
 CONTAINER_KINDS: Final = frozenset(
     {
         "class_definition",
@@ -43,6 +51,15 @@ CONTAINER_KINDS: Final = frozenset(
     }
 )
 """Definitions whose nested definitions get chunks of their own; a function keeps its closures."""
+_OUTLINERS: Final = {"c": c_outlines, "cpp": c_outlines, "python": python_outlines}
+_REPARSE_ON_ERROR: Final = frozenset({"python"})
+"""Outlines whose parse is checked: a Python outline with a syntax error is parsed whole again.
+
+C and C++ files have errors on their own (macros the parser cannot know), so the check would
+throw away most outlines; their outlines were compared with whole parses instead.
+"""
+
+I64 = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +73,23 @@ class Chunk:
 
 
 @dataclass(slots=True)
+class ChunkBatch:
+    """The chunks of a batch of blobs, in blob then row order, and each blob's line count."""
+
+    blob: list[int] = field(default_factory=list)
+    start_row: list[int] = field(default_factory=list)
+    end_row: list[int] = field(default_factory=list)
+    symbol: list[str | None] = field(default_factory=list)
+    kind: list[str] = field(default_factory=list)
+    n_lines: list[int] = field(default_factory=list)
+    text: bytes = b""
+    """The blobs joined by b"\\n": each chunk's text is a slice of it."""
+    offsets: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Where each chunk starts in `text`; its text runs to the next one's start (the lines
+    between are blank)."""
+
+
+@dataclass(slots=True)
 class _Definition:
     start_row: int
     end_row: int
@@ -66,7 +100,7 @@ class _Definition:
     children: list[_Definition] = field(default_factory=list)
 
 
-def line_starts(data: bytes) -> npt.NDArray[np.int64]:
+def line_starts(data: bytes) -> I64:
     """Byte offset where each line starts; lines are split on b"\\n" (so n_lines = count + 1)."""
     newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
     starts = np.empty(len(newlines) + 1, dtype=np.int64)
@@ -76,21 +110,31 @@ def line_starts(data: bytes) -> npt.NDArray[np.int64]:
 
 
 class _Lines:
-    """Row access over a blob without splitting it into a list of lines."""
+    """Rows of the blobs of a batch: text and blankness by global row number."""
 
-    __slots__ = ("data", "n", "starts")
+    __slots__ = ("blank", "data", "ends", "start_array", "starts")
 
-    def __init__(self, data: bytes, starts: npt.NDArray[np.int64]) -> None:
+    def __init__(self, data: bytes) -> None:
+        a = np.frombuffer(data, dtype=np.uint8)
+        newlines = np.flatnonzero(a == 10)
+        starts = np.empty(len(newlines) + 1, dtype=np.int64)
+        starts[0] = 0
+        starts[1:] = newlines + 1
+        ends = np.append(newlines, len(a))
+        first = starts.copy()
+        todo = np.flatnonzero(first < ends)
+        while len(todo):
+            todo = todo[_BLANK_TABLE[a[first[todo]]]]
+            first[todo] += 1
+            todo = todo[first[todo] < ends[todo]]
         self.data = data
-        self.starts = starts.tolist()
-        self.n = len(self.starts)
+        self.start_array = starts
+        self.starts: list[int] = starts.tolist()
+        self.ends: list[int] = ends.tolist()
+        self.blank: list[bool] = (first >= ends).tolist()
 
     def line(self, row: int) -> bytes:
-        end = self.starts[row + 1] - 1 if row + 1 < self.n else len(self.data)
-        return self.data[self.starts[row] : end]
-
-    def blank(self, row: int) -> bool:
-        return not self.line(row).strip(_BLANK)
+        return self.data[self.starts[row] : self.ends[row]]
 
 
 _parsers = threading.local()
@@ -115,23 +159,37 @@ def _decode(raw: bytes) -> str:
         return raw.decode("latin-1")
 
 
+def _is_utf8(data: bytes) -> bool:
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _as_utf8(data: bytes) -> bytes:
     """The blob as valid UTF-8 for the parser: non-UTF-8 text is read as latin-1.
 
     Re-encoding never adds or removes a b"\n", so rows stay those of the original blob.
     """
-    if data.isascii():
-        return data
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data.decode("latin-1").encode("utf-8")
-    return data
+    return data if _is_utf8(data) else data.decode("latin-1").encode("utf-8")
 
 
-def _definitions(data: bytes, language: str) -> list[_Definition]:
-    """Top-level definitions with nested children, qualified names filled in."""
-    tree = _parser(language).parse(data)
+def _definitions(data: bytes, language: str, outline: Outline | None) -> list[_Definition]:
+    """Top-level definitions with nested children, qualified names filled in.
+
+    The parser reads the outline when there is one; rows map back through its row map. A
+    node ending at column 0 ends with a newline: its last row is the one before.
+    """
+    text = data if outline is None else outline.text
+    parser = _parser(language)
+    tree = parser.parse(text)
+    if outline is not None and language in _REPARSE_ON_ERROR and tree.root_node.has_error:
+        outline, text = None, data
+        tree = parser.parse(text)
+    rows = None if outline is None else outline.rows.tolist()
     matches = tree_sitter.QueryCursor(grammar(language).query).matches(tree.root_node)
     found: dict[tuple[int, int], _Definition] = {}
     for _, captures in matches:
@@ -140,13 +198,17 @@ def _definitions(data: bytes, language: str) -> list[_Definition]:
         if key in found:
             continue
         name_node = captures["name"][0]
-        symbol = _decode(data[name_node.start_byte : name_node.end_byte])
+        symbol = _decode(text[name_node.start_byte : name_node.end_byte])
         receiver = captures.get("receiver")
         if receiver:
-            symbol = _decode(data[receiver[0].start_byte : receiver[0].end_byte]) + "." + symbol
-        found[key] = _Definition(
-            node.start_point.row, node.end_point.row, key[0], key[1], symbol, node.type
-        )
+            symbol = _decode(text[receiver[0].start_byte : receiver[0].end_byte]) + "." + symbol
+        start_row = node.start_point.row
+        end_row, end_column = node.end_point
+        if end_column == 0 and end_row > start_row:
+            end_row -= 1
+        if rows is not None:
+            start_row, end_row = rows[start_row], rows[end_row]
+        found[key] = _Definition(start_row, end_row, key[0], key[1], symbol, node.type)
     roots: list[_Definition] = []
     stack: list[tuple[_Definition, int]] = []
     for d in sorted(found.values(), key=lambda d: (d.start_byte, -d.end_byte)):
@@ -166,23 +228,32 @@ def _definitions(data: bytes, language: str) -> list[_Definition]:
 
 
 class _Emitter:
-    def __init__(self, lines: _Lines, prefixes: tuple[bytes, ...], max_lines: int) -> None:
+    """Emits one blob's chunks into a batch; rows are the blob's, lines looked up globally."""
+
+    def __init__(
+        self, out: ChunkBatch, blob: int, lines: _Lines, row0: int, prefixes: tuple[bytes, ...]
+    ) -> None:
+        self.out = out
+        self.blob = blob
         self.lines = lines
+        self.row0 = row0
         self.prefixes = prefixes
-        self.max_lines = max_lines
-        self.chunks: list[Chunk] = []
 
     def own(self, lo: int, hi: int, symbol: str | None, kind: str) -> None:
-        lines = self.lines
-        while lo <= hi and lines.blank(lo):
+        blank, row0, out = self.lines.blank, self.row0, self.out
+        while lo <= hi and blank[row0 + lo]:
             lo += 1
-        while hi >= lo and lines.blank(hi):
+        while hi >= lo and blank[row0 + hi]:
             hi -= 1
         while lo <= hi:
-            end = min(hi, lo + self.max_lines - 1)
-            self.chunks.append(Chunk(lo, end, symbol, kind))
+            end = min(hi, lo + MAX_CHUNK_LINES - 1)
+            out.blob.append(self.blob)
+            out.start_row.append(lo)
+            out.end_row.append(end)
+            out.symbol.append(symbol)
+            out.kind.append(kind)
             lo = end + 1
-            while lo <= hi and lines.blank(lo):
+            while lo <= hi and blank[row0 + lo]:
                 lo += 1
 
     def region(
@@ -205,48 +276,91 @@ class _Emitter:
         if not self.prefixes:
             return row
         while row - 1 >= bound:
-            text = self.lines.line(row - 1).lstrip(_BLANK)
+            text = self.lines.line(self.row0 + row - 1).lstrip(_BLANK)
             if not text or not text.startswith(self.prefixes):
                 break
             row -= 1
         return row
 
 
-def _text_windows(lines: _Lines) -> list[Chunk]:
+def _text_windows(out: ChunkBatch, blob: int, lines: _Lines, row0: int, n: int) -> None:
     """Windows of about TEXT_WINDOW_LINES lines, cut at a blank line when there is one."""
-    chunks: list[Chunk] = []
-    row, n = 0, lines.n
+    blank = lines.blank
+    row = 0
     half = TEXT_WINDOW_LINES // 2
     while row < n:
-        while row < n and lines.blank(row):
+        while row < n and blank[row0 + row]:
             row += 1
         if row >= n:
             break
         end = min(n - 1, row + TEXT_WINDOW_LINES - 1)
         if end < n - 1:
             for cut in range(end, row + half - 1, -1):
-                if lines.blank(cut):
+                if blank[row0 + cut]:
                     end = cut - 1
                     break
         last = end
-        while lines.blank(last):
+        while blank[row0 + last]:
             last -= 1
-        chunks.append(Chunk(row, last, None, "text"))
+        out.blob.append(blob)
+        out.start_row.append(row)
+        out.end_row.append(last)
+        out.symbol.append(None)
+        out.kind.append("text")
         row = end + 1
-    return chunks
 
 
-def chunk_blob(data: bytes, language: str | None) -> tuple[list[Chunk], npt.NDArray[np.int64]]:
-    """The chunks of a (text) blob and its line starts.
+def chunk_batch(datas: Sequence[bytes], languages: Sequence[str | None]) -> ChunkBatch:
+    """The chunks of a batch of (text) blobs, analysed under the given languages.
 
     A parsed language gets definition chunks plus `module` chunks for top-level code between
     them; anything else gets line windows.
     """
-    starts = line_starts(data)
-    lines = _Lines(data, starts)
-    if language not in PARSED_LANGUAGES:
-        return _text_windows(lines), starts
-    assert language is not None
-    emitter = _Emitter(lines, comment_prefixes(language), MAX_CHUNK_LINES)
-    emitter.region(0, lines.n - 1, None, "module", _definitions(_as_utf8(data), language))
-    return emitter.chunks, starts
+    lines = _Lines(b"\n".join(datas))
+    out = ChunkBatch()
+    row0s: list[int] = []
+    row0 = 0
+    for data in datas:
+        n = data.count(b"\n") + 1
+        row0s.append(row0)
+        out.n_lines.append(n)
+        row0 += n
+    outlines: dict[int, Outline | None] = {}
+    for family in set(_OUTLINERS.values()):
+        members = [
+            i
+            for i, language in enumerate(languages)
+            if _OUTLINERS.get(language or "") is family and _is_utf8(datas[i])
+        ]
+        if members:
+            outlines.update(zip(members, family([datas[i] for i in members]), strict=True))
+    for i, (data, language) in enumerate(zip(datas, languages, strict=True)):
+        n = out.n_lines[i]
+        if language not in PARSED_LANGUAGES:
+            _text_windows(out, i, lines, row0s[i], n)
+            continue
+        assert language is not None
+        if i in outlines:
+            roots = _definitions(data, language, outlines[i])
+        else:
+            roots = _definitions(_as_utf8(data), language, None)
+        emitter = _Emitter(out, i, lines, row0s[i], comment_prefixes(language))
+        emitter.region(0, n - 1, None, "module", roots)
+    out.text = lines.data
+    first_rows = np.asarray(row0s, dtype=np.int64)
+    out.offsets = lines.start_array[
+        first_rows[np.asarray(out.blob, dtype=np.int64)] + np.asarray(out.start_row, dtype=np.int64)
+    ]
+    return out
+
+
+def chunk_blob(data: bytes, language: str | None) -> tuple[list[Chunk], I64]:
+    """The chunks of one (text) blob and its line starts."""
+    batch = chunk_batch([data], [language])
+    chunks = [
+        Chunk(s, e, sym, k)
+        for s, e, sym, k in zip(
+            batch.start_row, batch.end_row, batch.symbol, batch.kind, strict=True
+        )
+    ]
+    return chunks, line_starts(data)
