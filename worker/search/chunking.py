@@ -76,17 +76,53 @@ class Chunk:
 class ChunkBatch:
     """The chunks of a batch of blobs, in blob then row order, and each blob's line count."""
 
-    blob: list[int] = field(default_factory=list)
-    start_row: list[int] = field(default_factory=list)
-    end_row: list[int] = field(default_factory=list)
-    symbol: list[str | None] = field(default_factory=list)
-    kind: list[str] = field(default_factory=list)
-    n_lines: list[int] = field(default_factory=list)
-    text: bytes = b""
+    blob: I64
+    start_row: I64
+    end_row: I64
+    symbol: list[str | None]
+    kind: list[str]
+    n_lines: list[int]
+    text: bytes
     """The blobs joined by b"\\n": each chunk's text is a slice of it."""
-    offsets: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    offsets: I64
     """Where each chunk starts in `text`; its text runs to the next one's start (the lines
     between are blank)."""
+
+
+class _Collector:
+    """Chunks as they are found, by global row (blobs' rows numbered through the batch)."""
+
+    def __init__(self) -> None:
+        self.start: list[int] = []
+        self.end: list[int] = []
+        self.symbol: list[str | None] = []
+        self.kind: list[str] = []
+        self.array_parts: list[tuple[I64, I64, list[str | None], list[str]]] = []
+
+    def add(self, start: int, end: int, symbol: str | None, kind: str) -> None:
+        self.start.append(start)
+        self.end.append(end)
+        self.symbol.append(symbol)
+        self.kind.append(kind)
+
+    def add_arrays(self, start: I64, end: I64, symbol: list[str | None], kind: list[str]) -> None:
+        self.array_parts.append((start, end, symbol, kind))
+
+    def ordered(self) -> tuple[I64, I64, list[str | None], list[str]]:
+        """Every chunk, by start row (chunks never overlap)."""
+        starts = [np.asarray(self.start, dtype=np.int64)] + [p[0] for p in self.array_parts]
+        ends = [np.asarray(self.end, dtype=np.int64)] + [p[1] for p in self.array_parts]
+        symbols = self.symbol + [x for p in self.array_parts for x in p[2]]
+        kinds = self.kind + [x for p in self.array_parts for x in p[3]]
+        start = np.concatenate(starts)
+        order = np.argsort(start, kind="stable")
+        order_list = order.tolist()
+        return (
+            start[order],
+            np.concatenate(ends)[order],
+            [symbols[i] for i in order_list],
+            [kinds[i] for i in order_list],
+        )
 
 
 @dataclass(slots=True)
@@ -112,7 +148,18 @@ def line_starts(data: bytes) -> I64:
 class _Lines:
     """Rows of the blobs of a batch: text and blankness by global row number."""
 
-    __slots__ = ("blank", "data", "ends", "start_array", "starts")
+    __slots__ = (
+        "a",
+        "blank",
+        "blank_array",
+        "data",
+        "ends",
+        "first",
+        "next_filled",
+        "prev_filled",
+        "start_array",
+        "starts",
+    )
 
     def __init__(self, data: bytes) -> None:
         a = np.frombuffer(data, dtype=np.uint8)
@@ -127,14 +174,41 @@ class _Lines:
             todo = todo[_BLANK_TABLE[a[first[todo]]]]
             first[todo] += 1
             todo = todo[first[todo] < ends[todo]]
+        blank = first >= ends
+        rows = np.arange(len(starts), dtype=np.int64)
+        self.a = a
         self.data = data
+        self.first = first
         self.start_array = starts
+        self.blank_array = blank
+        self.next_filled = np.minimum.accumulate(np.where(blank, len(rows), rows)[::-1])[::-1]
+        self.prev_filled = np.maximum.accumulate(np.where(blank, -1, rows))
         self.starts: list[int] = starts.tolist()
         self.ends: list[int] = ends.tolist()
-        self.blank: list[bool] = (first >= ends).tolist()
+        self.blank: list[bool] = blank.tolist()
 
     def line(self, row: int) -> bytes:
         return self.data[self.starts[row] : self.ends[row]]
+
+    def last_stop(self, prefixes: tuple[bytes, ...]) -> I64:
+        """For each row, the last row at or before it that would stop a run of leading comments.
+
+        A row stops it when it is blank or does not start (after blanks) with a prefix.
+        """
+        a, first, ends = self.a, self.first, np.asarray(self.ends, dtype=np.int64)
+        n = len(a)
+        b0 = a[np.minimum(first, max(n - 1, 0))] if n else np.zeros(len(first), np.uint8)
+        b1 = np.where(first + 1 < ends, a[np.minimum(first + 1, max(n - 1, 0))], 0) if n else b0
+        commented = np.zeros(len(first), dtype=bool)
+        for prefix in prefixes:
+            match = b0 == prefix[0]
+            if len(prefix) > 1:
+                match &= b1 == prefix[1]
+            commented |= match
+        stop = self.blank_array | ~commented
+        rows = np.arange(len(first), dtype=np.int64)
+        last: I64 = np.maximum.accumulate(np.where(stop, rows, -1))
+        return last
 
 
 _parsers = threading.local()
@@ -228,13 +302,12 @@ def _definitions(data: bytes, language: str, outline: Outline | None) -> list[_D
 
 
 class _Emitter:
-    """Emits one blob's chunks into a batch; rows are the blob's, lines looked up globally."""
+    """Emits one blob's chunks, nested definitions and all; rows are the blob's."""
 
     def __init__(
-        self, out: ChunkBatch, blob: int, lines: _Lines, row0: int, prefixes: tuple[bytes, ...]
+        self, out: _Collector, lines: _Lines, row0: int, prefixes: tuple[bytes, ...]
     ) -> None:
         self.out = out
-        self.blob = blob
         self.lines = lines
         self.row0 = row0
         self.prefixes = prefixes
@@ -247,11 +320,7 @@ class _Emitter:
             hi -= 1
         while lo <= hi:
             end = min(hi, lo + MAX_CHUNK_LINES - 1)
-            out.blob.append(self.blob)
-            out.start_row.append(lo)
-            out.end_row.append(end)
-            out.symbol.append(symbol)
-            out.kind.append(kind)
+            out.add(row0 + lo, row0 + end, symbol, kind)
             lo = end + 1
             while lo <= hi and blank[row0 + lo]:
                 lo += 1
@@ -283,7 +352,85 @@ class _Emitter:
         return row
 
 
-def _text_windows(out: ChunkBatch, blob: int, lines: _Lines, row0: int, n: int) -> None:
+@dataclass(slots=True)
+class _FlatRoots:
+    """Childless top-level definitions of many blobs, by global row, for `_flat_chunks`."""
+
+    start: list[int] = field(default_factory=list)
+    end: list[int] = field(default_factory=list)
+    symbol: list[str] = field(default_factory=list)
+    kind: list[str] = field(default_factory=list)
+    blob_first: list[int] = field(default_factory=list)
+    blob_last: list[int] = field(default_factory=list)
+    blob_roots: list[int] = field(default_factory=list)
+
+
+def _flat_chunks(out: _Collector, lines: _Lines, roots: _FlatRoots, last_stop: I64) -> None:
+    """`_Emitter.region` over blobs whose definitions have no children, as array operations.
+
+    Rows are global. A definition's chunk starts at its leading comments (but not before the
+    end of the one before); the rows between definitions are `module` chunks.
+    """
+    blob_of = np.repeat(
+        np.arange(len(roots.blob_roots), dtype=np.int64),
+        np.asarray(roots.blob_roots, dtype=np.int64),
+    )
+    blob_first = np.asarray(roots.blob_first, dtype=np.int64)
+    blob_last = np.asarray(roots.blob_last, dtype=np.int64)
+    start = np.asarray(roots.start, dtype=np.int64)
+    end = np.minimum(np.asarray(roots.end, dtype=np.int64), blob_last[blob_of])
+    # Where each definition may start: after every earlier one of its blob.
+    reach = np.maximum.accumulate(end + 1) if len(end) else end
+    cursor = np.maximum(blob_first[blob_of], np.concatenate([[0], reach[:-1]]))
+    lead = last_stop[np.maximum(start - 1, 0)] + 1
+    begin = np.maximum(cursor, np.where(start > 0, np.minimum(lead, start), start))
+    kept = begin <= end
+    tail_from = np.maximum(
+        blob_first,
+        np.maximum.reduceat(np.append(end + 1, 0), _reduce_at(roots.blob_roots))
+        if len(end)
+        else blob_first,
+    )
+    has_roots = np.asarray(roots.blob_roots) > 0
+    tail_from = np.where(has_roots, tail_from, blob_first)
+    spans_lo = [cursor[kept], begin[kept], tail_from]
+    spans_hi = [begin[kept] - 1, end[kept], blob_last]
+    kept_list = np.flatnonzero(kept).tolist()
+    symbols: list[str | None] = [None] * int(kept.sum())
+    symbols += [roots.symbol[i] for i in kept_list]
+    symbols += [None] * len(blob_first)
+    kinds = ["module"] * len(kept_list) + [roots.kind[i] for i in kept_list]
+    kinds += ["module"] * len(blob_first)
+    lo = lines.next_filled[np.minimum(np.concatenate(spans_lo), len(lines.blank) - 1)]
+    hi = lines.prev_filled[np.concatenate(spans_hi)]
+    raw_lo = np.concatenate(spans_lo)
+    real = (raw_lo <= np.concatenate(spans_hi)) & (lo <= hi)
+    long = real & (hi - lo >= MAX_CHUNK_LINES)
+    short = np.flatnonzero(real & ~long)
+    out.add_arrays(
+        lo[short],
+        hi[short],
+        [symbols[i] for i in short.tolist()],
+        [kinds[i] for i in short.tolist()],
+    )
+    blank = lines.blank
+    for i in np.flatnonzero(long).tolist():
+        a, b = int(lo[i]), int(hi[i])
+        while a <= b:
+            stop = min(b, a + MAX_CHUNK_LINES - 1)
+            out.add(a, stop, symbols[i], kinds[i])
+            a = stop + 1
+            while a <= b and blank[a]:
+                a += 1
+
+
+def _reduce_at(counts: list[int]) -> I64:
+    """Segment starts for np.maximum.reduceat over blobs' roots (empty blobs point past)."""
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    return np.minimum(offsets, max(sum(counts), 0))
+
+
+def _text_windows(out: _Collector, lines: _Lines, row0: int, n: int) -> None:
     """Windows of about TEXT_WINDOW_LINES lines, cut at a blank line when there is one."""
     blank = lines.blank
     row = 0
@@ -302,29 +449,12 @@ def _text_windows(out: ChunkBatch, blob: int, lines: _Lines, row0: int, n: int) 
         last = end
         while blank[row0 + last]:
             last -= 1
-        out.blob.append(blob)
-        out.start_row.append(row)
-        out.end_row.append(last)
-        out.symbol.append(None)
-        out.kind.append("text")
+        out.add(row0 + row, row0 + last, None, "text")
         row = end + 1
 
 
-def chunk_batch(datas: Sequence[bytes], languages: Sequence[str | None]) -> ChunkBatch:
-    """The chunks of a batch of (text) blobs, analysed under the given languages.
-
-    A parsed language gets definition chunks plus `module` chunks for top-level code between
-    them; anything else gets line windows.
-    """
-    lines = _Lines(b"\n".join(datas))
-    out = ChunkBatch()
-    row0s: list[int] = []
-    row0 = 0
-    for data in datas:
-        n = data.count(b"\n") + 1
-        row0s.append(row0)
-        out.n_lines.append(n)
-        row0 += n
+def _outlines(datas: Sequence[bytes], languages: Sequence[str | None]) -> dict[int, Outline | None]:
+    """The outline (or None: parse whole) of every blob an outliner takes, by blob index."""
     outlines: dict[int, Outline | None] = {}
     for family in set(_OUTLINERS.values()):
         members = [
@@ -334,24 +464,59 @@ def chunk_batch(datas: Sequence[bytes], languages: Sequence[str | None]) -> Chun
         ]
         if members:
             outlines.update(zip(members, family([datas[i] for i in members]), strict=True))
+    return outlines
+
+
+def chunk_batch(datas: Sequence[bytes], languages: Sequence[str | None]) -> ChunkBatch:
+    """The chunks of a batch of (text) blobs, analysed under the given languages.
+
+    A parsed language gets definition chunks plus `module` chunks for top-level code between
+    them; anything else gets line windows.
+    """
+    lines = _Lines(b"\n".join(datas))
+    out = _Collector()
+    n_lines = [data.count(b"\n") + 1 for data in datas]
+    row0s = np.zeros(len(datas), dtype=np.int64)
+    np.cumsum(n_lines[:-1], out=row0s[1:])
+    first_rows: list[int] = row0s.tolist()
+    outlines = _outlines(datas, languages)
+    flat: dict[tuple[bytes, ...], _FlatRoots] = {}
     for i, (data, language) in enumerate(zip(datas, languages, strict=True)):
-        n = out.n_lines[i]
+        n, row0 = n_lines[i], first_rows[i]
         if language not in PARSED_LANGUAGES:
-            _text_windows(out, i, lines, row0s[i], n)
+            _text_windows(out, lines, row0, n)
             continue
         assert language is not None
         if i in outlines:
             roots = _definitions(data, language, outlines[i])
         else:
             roots = _definitions(_as_utf8(data), language, None)
-        emitter = _Emitter(out, i, lines, row0s[i], comment_prefixes(language))
-        emitter.region(0, n - 1, None, "module", roots)
-    out.text = lines.data
-    first_rows = np.asarray(row0s, dtype=np.int64)
-    out.offsets = lines.start_array[
-        first_rows[np.asarray(out.blob, dtype=np.int64)] + np.asarray(out.start_row, dtype=np.int64)
-    ]
-    return out
+        prefixes = comment_prefixes(language)
+        if all(not r.children for r in roots) and all(len(p) <= 2 for p in prefixes):
+            group = flat.setdefault(prefixes, _FlatRoots())
+            group.start.extend(row0 + r.start_row for r in roots)
+            group.end.extend(row0 + r.end_row for r in roots)
+            group.symbol.extend(r.symbol for r in roots)
+            group.kind.extend(r.kind for r in roots)
+            group.blob_first.append(row0)
+            group.blob_last.append(row0 + n - 1)
+            group.blob_roots.append(len(roots))
+            continue
+        _Emitter(out, lines, row0, prefixes).region(0, n - 1, None, "module", roots)
+    for prefixes, group in flat.items():
+        _flat_chunks(out, lines, group, lines.last_stop(prefixes))
+    start, end, symbol, kind = out.ordered()
+    blob = np.searchsorted(row0s, start, side="right") - 1
+    return ChunkBatch(
+        blob=blob,
+        start_row=start - row0s[blob],
+        end_row=end - row0s[blob],
+        symbol=symbol,
+        kind=kind,
+        n_lines=n_lines,
+        text=lines.data,
+        offsets=lines.start_array[start],
+    )
 
 
 def chunk_blob(data: bytes, language: str | None) -> tuple[list[Chunk], I64]:
@@ -360,7 +525,7 @@ def chunk_blob(data: bytes, language: str | None) -> tuple[list[Chunk], I64]:
     chunks = [
         Chunk(s, e, sym, k)
         for s, e, sym, k in zip(
-            batch.start_row, batch.end_row, batch.symbol, batch.kind, strict=True
+            batch.start_row.tolist(), batch.end_row.tolist(), batch.symbol, batch.kind, strict=True
         )
     ]
     return chunks, line_starts(data)
