@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from worker.search.chunking import ChunkBatch, chunk_batch
 from worker.search.languages import language_of
+from worker.search.postings import PostingRows
 from worker.search.vocabulary import Vocabulary, term_counts
 
 BINARY_SNIFF_BYTES: Final = 8000
@@ -27,7 +28,6 @@ BATCH_BYTES: Final = 8 << 20
 
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
-U64 = npt.NDArray[np.uint64]
 
 
 def is_indexable(data: bytes, max_blob_bytes: int) -> bool:
@@ -76,7 +76,7 @@ class SegmentBuilder:
         self._blob_size: list[int] = []
         self._blob_indexed: list[bool] = []
         self._chunk_parts: list[dict[str, npt.NDArray[np.generic] | list[str | None]]] = []
-        self._postings_rows = _PostingRows()
+        self._postings_rows = PostingRows()
         self.n_chunks = 0
         self.bytes_analysed = 0
         self.analyse_seconds = 0.0
@@ -206,142 +206,25 @@ class SegmentBuilder:
 
     def _postings(self) -> tuple[pa.Table, pa.Table]:
         rows = self._postings_rows
-        present = np.zeros(max(self._vocab.n_terms, 1), dtype=bool)
+        n_terms = max(self._vocab.n_terms, 1)
+        present = np.zeros(n_terms, dtype=bool)
         rows.mark_terms(present)
         used = np.flatnonzero(present)
         used_terms = self._vocab.terms().take(pa.array(used))
         order = pc.sort_indices(used_terms).to_numpy()
-        rank = np.zeros(len(present), dtype=np.int64)
-        rank[used[order]] = np.arange(len(used), dtype=np.int64)
-        chunk, term_rank, tf_body, tf_sym = rows.finish(rank)
-        counts = np.bincount(term_rank, minlength=len(used)).astype(np.int32)
-        starts = np.zeros(len(used), dtype=np.int64)
-        np.cumsum(counts[:-1], out=starts[1:])
+        postings = rows.finish(n_terms)
+        by_term = used[order]
         terms = pa.table(
             {
                 "term": used_terms.take(pa.array(order)).cast(pa.string()),
-                "start": starts,
-                "count": counts,
+                "start": postings.start[by_term],
+                "count": postings.count[by_term].astype(np.int32),
             }
         )
-        postings = pa.table(
-            {
-                "chunk": chunk,
-                "tf_body": np.minimum(tf_body, 65535).astype(np.uint16),
-                "tf_sym": np.minimum(tf_sym, 255).astype(np.uint8),
-            }
+        table = pa.table(
+            {"chunk": postings.chunk, "tf_body": postings.tf_body, "tf_sym": postings.tf_sym}
         )
-        return terms, postings
-
-
-class _PostingRows:
-    """(term, chunk, field, count) rows as a build adds them; sorted into postings at the end.
-
-    A row packs into one uint64 (term 24 bits, chunk 23, field 1, count 16) while ids fit, so
-    the final sort is numpy's vectorised integer sort; past that the rows are kept wide.
-    """
-
-    TERM_SHIFT: Final = 40
-    CHUNK_SHIFT: Final = 17
-    FIELD_SHIFT: Final = 16
-    CHUNK_LIMIT: Final = 1 << 23
-    TERM_LIMIT: Final = 1 << 24
-
-    def __init__(self) -> None:
-        self._packed: list[U64] = []
-        self._wide: list[tuple[I64, I64, I64, I64]] = []
-
-    def add(self, term: I64, chunk: I64, field: int, count: I64) -> None:
-        """Rows of one field (0 body, 1 symbol); a (term, chunk) pair once per field."""
-        count = np.minimum(count, 65535)
-        fits = np.little_endian and int(term.max(initial=0)) < self.TERM_LIMIT
-        fits = fits and int(chunk.max(initial=0)) < self.CHUNK_LIMIT
-        if fits and not self._wide:
-            packed = term.astype(np.uint64) << np.uint64(self.TERM_SHIFT)
-            packed |= chunk.astype(np.uint64) << np.uint64(self.CHUNK_SHIFT)
-            packed |= np.uint64(field << self.FIELD_SHIFT)
-            packed |= count.astype(np.uint64)
-            self._packed.append(packed)
-            return
-        if not self._wide:
-            self._wide = [self._unpack(p) for p in self._packed]
-            self._packed = []
-        self._wide.append((term, chunk, np.full(len(term), field, dtype=np.int64), count))
-
-    def _unpack(self, packed: U64) -> tuple[I64, I64, I64, I64]:
-        chunk_mask = np.uint64(self.CHUNK_LIMIT - 1)
-        return (
-            (packed >> np.uint64(self.TERM_SHIFT)).astype(np.int64),
-            ((packed >> np.uint64(self.CHUNK_SHIFT)) & chunk_mask).astype(np.int64),
-            ((packed >> np.uint64(self.FIELD_SHIFT)) & np.uint64(1)).astype(np.int64),
-            (packed & np.uint64(0xFFFF)).astype(np.int64),
-        )
-
-    def mark_terms(self, present: npt.NDArray[np.bool_]) -> None:
-        """Set `present` at every term id that has a row."""
-        for packed in self._packed:
-            present[_high_word(packed) >> np.uint32(8)] = True
-        for term, _, _, _ in self._wide:
-            present[term] = True
-
-    def finish(self, rank: I64) -> tuple[I32, I64, I64, I64]:
-        """Postings by (term rank, chunk): chunk, rank, body count, symbol count.
-
-        The packed rows are read through 32-bit views of their halves (little-endian): half
-        the memory traffic of 64-bit shifts and masks, which dominate at tens of millions.
-        """
-        if self._wide:
-            return self._finish_wide(rank)
-        packed = np.concatenate(self._packed) if self._packed else np.zeros(0, np.uint64)
-        self._packed = []
-        high = _high_word(packed)
-        high[:] = (rank.astype(np.uint32).take(high >> np.uint32(8)) << np.uint32(8)) | (
-            high & np.uint32(0xFF)
-        )
-        packed.sort()
-        high = _high_word(packed)
-        low = packed.view(np.uint32)[0::2]
-        term_rank = (high >> np.uint32(8)).astype(np.int64)
-        chunk = (low >> np.uint32(self.CHUNK_SHIFT)) | ((high & np.uint32(0xFF)) << np.uint32(15))
-        count = packed.view(np.uint16)[0::4]
-        is_symbol = (packed.view(np.uint8)[2::8] & 1).astype(bool)
-        # A pair with a body row and a symbol row: the symbol row follows; fold it in.
-        repeat = np.zeros(len(chunk), dtype=bool)
-        repeat[1:] = (chunk[1:] == chunk[:-1]) & (term_rank[1:] == term_rank[:-1])
-        first = ~repeat
-        tf_body = np.where(is_symbol, 0, count).astype(np.int64)
-        tf_sym = np.where(is_symbol, count, 0).astype(np.int64)
-        folded = np.flatnonzero(repeat)
-        tf_sym[folded - 1] = tf_sym[folded]
-        return (
-            chunk[first].astype(np.int32),
-            term_rank[first],
-            tf_body[first],
-            tf_sym[first],
-        )
-
-    def _finish_wide(self, rank: I64) -> tuple[I32, I64, I64, I64]:
-        term, chunk, field, count = (np.concatenate([w[i] for w in self._wide]) for i in range(4))
-        order = np.lexsort((field, chunk, rank[term]))
-        term_rank = rank[term][order]
-        chunk, field, count = chunk[order], field[order], count[order]
-        first = np.ones(len(chunk), dtype=bool)
-        first[1:] = (chunk[1:] != chunk[:-1]) | (term_rank[1:] != term_rank[:-1])
-        group = np.cumsum(first) - 1
-        n = int(group[-1]) + 1 if len(group) else 0
-        tf_body = np.zeros(n, dtype=np.int64)
-        tf_sym = np.zeros(n, dtype=np.int64)
-        body = field == 0
-        tf_body[group[body]] = count[body]
-        tf_sym[group[~body]] = count[~body]
-        return chunk[first].astype(np.int32), term_rank[first], tf_body, tf_sym
-
-
-def _high_word(packed: U64) -> npt.NDArray[np.uint32]:
-    """The upper 32 bits of each packed row, as a writable view."""
-    if np.little_endian:
-        return packed.view(np.uint32)[1::2]
-    return packed.view(np.uint32)[0::2]
+        return terms, table
 
 
 def _joined(symbols: list[str | None]) -> tuple[bytes, I64]:

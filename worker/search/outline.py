@@ -57,6 +57,7 @@ def _table(chars: bytes) -> Mask:
 
 
 _OPEN, _CLOSE, _SEMI, _NEWLINE, _SPACE, _HASH, _COLON = 123, 125, 59, 10, 32, 35, 58
+_OPEN_PAREN, _CLOSE_PAREN = 40, 41
 _C_STRUCTURE: Final = _table(b"{};")
 _BLANK: Final = _table(b" \t\r\n\f\v")
 _C_ELIDE_AFTER: Final = _table(b")=")
@@ -167,13 +168,15 @@ def _inside(pos: I64, starts: I64, ends: I64) -> Mask:
     return inside
 
 
-def _previous_significant(a: U8, positions: I64, floor: I64, ls: I64, le: I64) -> U8:
+def _previous_significant(a: U8, positions: I64, floor: I64, ls: I64, le: I64) -> tuple[U8, I64]:
     """The byte before each position, skipping blanks and the [ls, le) lexemes; 0 if none.
 
-    `floor` is, per position, the first byte it may look at (its file's start).
+    `floor` is, per position, the first byte it may look at (its file's start). Returns the
+    bytes and where they are (-1 if none).
     """
     q = positions - 1
     out = np.zeros(len(positions), dtype=np.uint8)
+    where = np.full(len(positions), -1, dtype=np.int64)
     todo = np.flatnonzero(q >= floor)
     if not len(ls):
         ls = le = np.full(1, -1, dtype=np.int64)
@@ -184,11 +187,63 @@ def _previous_significant(a: U8, positions: I64, floor: I64, ls: I64, le: I64) -
         blank = _BLANK[a[at]] & ~in_lexeme
         done = ~in_lexeme & ~blank
         out[todo[done]] = a[at[done]]
+        where[todo[done]] = at[done]
         q[todo[blank]] -= 1
         q[todo[in_lexeme]] = ls[k[in_lexeme]] - 1
         todo = todo[~done]
         todo = todo[q[todo] >= floor[todo]]
-    return out
+    return out, where
+
+
+def _parameter_lists(batch: _Batch, closes: I64, floor: I64, ls: I64, le: I64) -> Spans:
+    """The insides of the parenthesised groups ending at `closes`.
+
+    Most groups hold no parenthesis: their `(` is the last one before the `)`. The others are
+    walked back byte by byte, counting parentheses outside lexemes. A group whose inside
+    starts with `(` (`__attribute__((x))`) is left alone: dropping its inside would leave no
+    valid attribute.
+    """
+    a = batch.a
+    rfind, find = batch.data.rfind, batch.data.find
+    opened_list = []
+    nested_list = []
+    for i, (f, c) in enumerate(zip(floor.tolist(), closes.tolist(), strict=True)):
+        o = rfind(b"(", f, c)
+        if o >= 0 and find(b")", o, c) >= 0:
+            nested_list.append(i)
+            o = -1
+        opened_list.append(o)
+    opened = np.asarray(opened_list, dtype=np.int64)
+    nested = np.asarray(nested_list, dtype=np.int64)
+    opened[nested] = _walk_back(a, closes[nested], floor[nested], ls, le)
+    found = opened >= 0
+    starts, ends = opened[found] + 1, closes[found]
+    inner = _first_not_in(a, starts, ends, _BLANK)
+    simple = (inner >= ends) | (a[np.minimum(inner, len(a) - 1)] != _OPEN_PAREN)
+    return starts[simple], ends[simple]
+
+
+def _walk_back(a: U8, closes: I64, floor: I64, ls: I64, le: I64) -> I64:
+    """The `(` matching each `)` at `closes`, or -1: parentheses counted outside lexemes."""
+    pos = closes.copy()
+    depth = np.ones(len(closes), dtype=np.int64)
+    opened = np.full(len(closes), -1, dtype=np.int64)
+    todo = np.arange(len(closes), dtype=np.int64)
+    if not len(ls):
+        ls = le = np.full(1, -1, dtype=np.int64)
+    while len(todo):
+        pos[todo] -= 1
+        todo = todo[pos[todo] >= floor[todo]]
+        at = pos[todo]
+        k = np.searchsorted(ls, at, side="right") - 1
+        in_lexeme = (k >= 0) & (at < le[np.maximum(k, 0)])
+        pos[todo[in_lexeme]] = ls[k[in_lexeme]]
+        byte = np.where(in_lexeme, 0, a[at])
+        depth[todo] += (byte == _CLOSE_PAREN).astype(np.int64) - (byte == _OPEN_PAREN)
+        done = depth[todo] == 0
+        opened[todo[done]] = at[done]
+        todo = todo[~done]
+    return opened
 
 
 def _segments(
@@ -295,8 +350,14 @@ def c_outlines(files: Sequence[bytes]) -> list[Outline | None]:
     order = braces[np.argsort(level, kind="stable")]
     open_at, close_at = pos[order[0::2]], pos[order[1::2]]
     floor = batch.starts[fid[order[0::2]]]
-    elide = _C_ELIDE_AFTER[_previous_significant(a, open_at, floor, ls[~is_string], le[~is_string])]
+    before_byte, before_at = _previous_significant(
+        a, open_at, floor, ls[~is_string], le[~is_string]
+    )
+    elide = _C_ELIDE_AFTER[before_byte]
     elided: Spans = (open_at[elide] + 1, close_at[elide])
+    # The parameters of an elided function (the last group before its body) go too.
+    function = elide & (before_byte == _CLOSE_PAREN)
+    parameters = _parameter_lists(batch, before_at[function], floor[function], ls, le)
     # A statement ending in `;` right after `;`, `{` or its file's start declares nothing a
     # definition needs (prototypes, variables, fields, macro calls): drop it. After `}` it is
     # the tail of a struct or an initialiser (`} name;`): keep it.
@@ -310,7 +371,9 @@ def c_outlines(files: Sequence[bytes]) -> list[Outline | None]:
     )
     # Directives go, but for the heads of function-like macros (outside elided bodies).
     dropped = ~is_string
-    return batch.outlines([(ls[dropped], le[dropped]), elided, statements], keeps, elided)
+    return batch.outlines(
+        [(ls[dropped], le[dropped]), elided, statements, parameters], keeps, elided
+    )
 
 
 def _first_not_in(a: U8, starts: I64, ends: I64, skip: Mask) -> I64:
@@ -431,7 +494,7 @@ def python_outlines(files: Sequence[bytes]) -> list[Outline | None]:
     # what follows up to the next line. Headers (`if x:`), defs and classes stay.
     is_comment = a[ls] == _HASH
     cs, ce = ls[is_comment], le[is_comment]
-    header = _previous_significant(a, lines.ends, batch.starts[lines.file], cs, ce) == _COLON
+    header = _previous_significant(a, lines.ends, batch.starts[lines.file], cs, ce)[0] == _COLON
     named = _starts_with(a, lines.first, (b"def ", b"async def ", b"class "))
     simple = np.flatnonzero(~lines.shallower_next & ~header & ~named)
     statements: Spans = (
