@@ -146,19 +146,24 @@ def line_starts(data: bytes) -> I64:
 
 
 class _Lines:
-    """Rows of the blobs of a batch: text and blankness by global row number."""
+    """Rows of the blobs of a batch: text and blankness by global row number.
+
+    Arrays for the array code; Python lists (faster to index one at a time) only when the
+    per-row code (nested definitions, long spans) asks for them.
+    """
 
     __slots__ = (
+        "_blank_list",
+        "_bounds",
         "a",
-        "blank",
         "blank_array",
         "data",
-        "ends",
+        "end_array",
         "first",
         "next_filled",
+        "prev_blank",
         "prev_filled",
         "start_array",
-        "starts",
     )
 
     def __init__(self, data: bytes) -> None:
@@ -180,22 +185,33 @@ class _Lines:
         self.data = data
         self.first = first
         self.start_array = starts
+        self.end_array = ends
         self.blank_array = blank
         self.next_filled = np.minimum.accumulate(np.where(blank, len(rows), rows)[::-1])[::-1]
         self.prev_filled = np.maximum.accumulate(np.where(blank, -1, rows))
-        self.starts: list[int] = starts.tolist()
-        self.ends: list[int] = ends.tolist()
-        self.blank: list[bool] = blank.tolist()
+        self.prev_blank = np.maximum.accumulate(np.where(blank, rows, -1))
+        self._blank_list: list[bool] | None = None
+        self._bounds: tuple[list[int], list[int]] | None = None
+
+    @property
+    def blank(self) -> list[bool]:
+        """Whether each row is blank, as a list."""
+        if self._blank_list is None:
+            self._blank_list = self.blank_array.tolist()
+        return self._blank_list
 
     def line(self, row: int) -> bytes:
-        return self.data[self.starts[row] : self.ends[row]]
+        if self._bounds is None:
+            self._bounds = (self.start_array.tolist(), self.end_array.tolist())
+        starts, ends = self._bounds
+        return self.data[starts[row] : ends[row]]
 
     def last_stop(self, prefixes: tuple[bytes, ...]) -> I64:
         """For each row, the last row at or before it that would stop a run of leading comments.
 
         A row stops it when it is blank or does not start (after blanks) with a prefix.
         """
-        a, first, ends = self.a, self.first, np.asarray(self.ends, dtype=np.int64)
+        a, first, ends = self.a, self.first, self.end_array
         n = len(a)
         b0 = a[np.minimum(first, max(n - 1, 0))] if n else np.zeros(len(first), np.uint8)
         b1 = np.where(first + 1 < ends, a[np.minimum(first + 1, max(n - 1, 0))], 0) if n else b0
@@ -401,7 +417,7 @@ def _flat_chunks(out: _Collector, lines: _Lines, roots: _FlatRoots, last_stop: I
     symbols += [None] * len(blob_first)
     kinds = ["module"] * len(kept_list) + [roots.kind[i] for i in kept_list]
     kinds += ["module"] * len(blob_first)
-    lo = lines.next_filled[np.minimum(np.concatenate(spans_lo), len(lines.blank) - 1)]
+    lo = lines.next_filled[np.minimum(np.concatenate(spans_lo), len(lines.blank_array) - 1)]
     hi = lines.prev_filled[np.concatenate(spans_hi)]
     raw_lo = np.concatenate(spans_lo)
     real = (raw_lo <= np.concatenate(spans_hi)) & (lo <= hi)
@@ -431,25 +447,24 @@ def _reduce_at(counts: list[int]) -> I64:
 
 
 def _text_windows(out: _Collector, lines: _Lines, row0: int, n: int) -> None:
-    """Windows of about TEXT_WINDOW_LINES lines, cut at a blank line when there is one."""
-    blank = lines.blank
-    row = 0
+    """Windows of about TEXT_WINDOW_LINES lines, cut at a blank line when there is one.
+
+    Rows are global; the next filled row, the last blank one and the last filled one come
+    from the batch's arrays, so a window costs a few lookups whatever its length.
+    """
+    next_filled, prev_blank, prev_filled = lines.next_filled, lines.prev_blank, lines.prev_filled
     half = TEXT_WINDOW_LINES // 2
-    while row < n:
-        while row < n and blank[row0 + row]:
-            row += 1
-        if row >= n:
+    row, last_row = row0, row0 + n - 1
+    while row <= last_row:
+        row = int(next_filled[row])
+        if row > last_row:
             break
-        end = min(n - 1, row + TEXT_WINDOW_LINES - 1)
-        if end < n - 1:
-            for cut in range(end, row + half - 1, -1):
-                if blank[row0 + cut]:
-                    end = cut - 1
-                    break
-        last = end
-        while blank[row0 + last]:
-            last -= 1
-        out.add(row0 + row, row0 + last, None, "text")
+        end = min(last_row, row + TEXT_WINDOW_LINES - 1)
+        if end < last_row:
+            cut = int(prev_blank[end])
+            if cut >= row + half:
+                end = cut - 1
+        out.add(row, int(prev_filled[end]), None, "text")
         row = end + 1
 
 

@@ -50,6 +50,9 @@ _POWERS: Final = np.concatenate(
 )
 _MIX: Final = np.uint64(0xBF58476D1CE4E5B9)
 
+_NO_TERM: Final = -2
+"""A known identifier part that stands for no term (a stop word, one character)."""
+
 _stemmer = Stemmer.Stemmer("english")
 
 
@@ -178,6 +181,7 @@ class Vocabulary:
     def __init__(self) -> None:
         self._raw = KeyIndex()
         self._terms = KeyIndex()
+        self._parts = KeyIndex()
         self.n_raw = 0
         self.n_terms = 0
         self._raw_start = _Growable(np.int64)
@@ -239,6 +243,29 @@ class Vocabulary:
         out: I64 = ids[encoded.indices.to_numpy()]
         return out
 
+    def _part_terms(self, words: pa.Array, word_len: I64) -> I64:
+        """The stem term id of each identifier part (binary), -1 for none (stop word, short).
+
+        Parts repeat across tokens and batches: each is stemmed once per build.
+        """
+        keys = keys_of(words)
+        known = self._parts.lookup(keys)
+        new = np.flatnonzero(known == -1)
+        if len(new):
+            fresh = words.take(pa.array(new)).cast(pa.string())
+            stems = pa.array(_stemmer.stemWords(fresh.to_pylist()), pa.string())
+            stop = pc.or_(pc.is_in(fresh, value_set=_STOP), pc.is_in(stems, value_set=_STOP))
+            good = np.flatnonzero(
+                (word_len[new] >= MIN_TOKEN_CHARS) & ~stop.to_numpy(zero_copy_only=False)
+            )
+            ids = np.full(len(new), _NO_TERM, dtype=np.int64)
+            if len(good):
+                ids[good] = self._term_ids(stems.take(pa.array(good)).cast(pa.binary()))
+            self._parts.add(keys[new], ids)
+            known[new] = ids
+        out: I64 = np.where(known >= 0, known, -1)
+        return out
+
     def _analyse(self, tokens: pa.Array) -> None:
         """Append the terms of new raw tokens (same rules as `tokens.analyze_tokens`)."""
         data, offsets = binary_parts(tokens)
@@ -262,10 +289,9 @@ class Vocabulary:
             lower[kept], np.concatenate([[0], np.cumsum(part_len)])
         ).dictionary_encode()
         part_of = parts.indices.to_numpy().astype(np.int64)
-        words = parts.dictionary.cast(pa.string())
+        words = parts.dictionary
         word_len = np.diff(binary_parts(words)[1])
-        stems = pa.array(_stemmer.stemWords(words.to_pylist()), pa.string())
-        stop = pc.or_(pc.is_in(words, value_set=_STOP), pc.is_in(stems, value_set=_STOP))
+        stem_ids = self._part_terms(words, word_len)
         long = word_len >= MIN_TOKEN_CHARS
         n_parts = np.bincount(part_token, weights=long[part_of], minlength=n).astype(np.int64)
         # A single part keeps the whole identifier too when they differ but for underscores.
@@ -279,10 +305,6 @@ class Vocabulary:
         )
         whole = (n_parts > 1) | ((n_parts == 1) & (stripped != part_chars))
         # Terms: the stems of the parts that are long enough and no stop word, then the whole.
-        good = np.flatnonzero(long & ~stop.to_numpy(zero_copy_only=False))
-        stem_ids = np.full(len(word_len), -1, dtype=np.int64)
-        if len(good):
-            stem_ids[good] = self._term_ids(stems.take(pa.array(good)).cast(pa.binary()))
         use = np.flatnonzero(stem_ids[part_of] >= 0)
         wholes = np.flatnonzero(whole)
         whole_ids = self._term_ids(binary_array(lower, offsets).take(pa.array(wholes)))
