@@ -271,7 +271,8 @@ def _definitions(data: bytes, language: str, outline: Outline | None) -> list[_D
     """Top-level definitions with nested children, qualified names filled in.
 
     The parser reads the outline when there is one; rows map back through its row map. A
-    node ending at column 0 ends with a newline: its last row is the one before.
+    node ending with a newline (at column 0) ends on the row before. Rows come from the
+    nodes' byte offsets, counted against the text's newlines in one array operation.
     """
     text = data if outline is None else outline.text
     parser = _parser(language)
@@ -279,9 +280,8 @@ def _definitions(data: bytes, language: str, outline: Outline | None) -> list[_D
     if outline is not None and language in _REPARSE_ON_ERROR and tree.root_node.has_error:
         outline, text = None, data
         tree = parser.parse(text)
-    rows = None if outline is None else outline.rows.tolist()
     matches = tree_sitter.QueryCursor(grammar(language).query).matches(tree.root_node)
-    found: dict[tuple[int, int], _Definition] = {}
+    found: dict[tuple[int, int], tuple[str, str]] = {}
     for _, captures in matches:
         node = captures["def"][0]
         key = (node.start_byte, node.end_byte)
@@ -292,26 +292,35 @@ def _definitions(data: bytes, language: str, outline: Outline | None) -> list[_D
         receiver = captures.get("receiver")
         if receiver:
             symbol = _decode(text[receiver[0].start_byte : receiver[0].end_byte]) + "." + symbol
-        start_row = node.start_point.row
-        end_row, end_column = node.end_point
-        if end_column == 0 and end_row > start_row:
-            end_row -= 1
-        if rows is not None:
-            start_row, end_row = rows[start_row], rows[end_row]
-        found[key] = _Definition(start_row, end_row, key[0], key[1], symbol, node.type)
+        found[key] = (symbol, node.type)
+    if not found:
+        return []
+    spans = sorted(found, key=lambda k: (k[0], -k[1]))
+    at = np.asarray(spans, dtype=np.int64)
+    newlines = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == 10)
+    start_row = np.searchsorted(newlines, at[:, 0])
+    end_row = np.searchsorted(newlines, at[:, 1])
+    # Ends right after a newline: the node's last row is the one before.
+    end_row -= (np.searchsorted(newlines, at[:, 1] - 1) < end_row) & (end_row > start_row)
+    if outline is not None:
+        start_row, end_row = outline.rows[start_row], outline.rows[end_row]
     roots: list[_Definition] = []
     stack: list[tuple[_Definition, int]] = []
-    for d in sorted(found.values(), key=lambda d: (d.start_byte, -d.end_byte)):
-        while stack and stack[-1][0].end_byte <= d.start_byte:
+    for (start_byte, end_byte), first, last in zip(
+        spans, start_row.tolist(), end_row.tolist(), strict=True
+    ):
+        symbol, kind = found[start_byte, end_byte]
+        while stack and stack[-1][0].end_byte <= start_byte:
             stack.pop()
         if not stack:
+            d = _Definition(first, last, start_byte, end_byte, symbol, kind)
             roots.append(d)
             stack.append((d, 1))
             continue
         parent, depth = stack[-1]
         if depth >= MAX_NESTING or parent.kind not in CONTAINER_KINDS:
             continue
-        d.symbol = f"{parent.symbol}.{d.symbol}"
+        d = _Definition(first, last, start_byte, end_byte, f"{parent.symbol}.{symbol}", kind)
         parent.children.append(d)
         stack.append((d, depth + 1))
     return roots
