@@ -378,66 +378,118 @@ class _Emitter:
 
 
 @dataclass(slots=True)
-class _FlatRoots:
-    """Childless top-level definitions of many blobs, by global row, for `_flat_chunks`."""
+class _Regions:
+    """Row ranges whose definitions are chunked together (`_Emitter.region`, for many).
 
+    A region's rows outside its definitions go to chunks under the region's own symbol and
+    kind (`module` for a whole blob, the class for a class body). Rows are global; regions
+    are disjoint and in row order, each one's items in row order.
+    """
+
+    first: list[int] = field(default_factory=list)
+    last: list[int] = field(default_factory=list)
+    symbol: list[str | None] = field(default_factory=list)
+    kind: list[str] = field(default_factory=list)
+    n_items: list[int] = field(default_factory=list)
     start: list[int] = field(default_factory=list)
     end: list[int] = field(default_factory=list)
-    symbol: list[str] = field(default_factory=list)
-    kind: list[str] = field(default_factory=list)
-    blob_first: list[int] = field(default_factory=list)
-    blob_last: list[int] = field(default_factory=list)
-    blob_roots: list[int] = field(default_factory=list)
+    item_symbol: list[str] = field(default_factory=list)
+    item_kind: list[str] = field(default_factory=list)
+    kids: list[list[_Definition]] = field(default_factory=list)
+    row0: list[int] = field(default_factory=list)
+    """Per item, the first row of its blob (its children's rows count from there)."""
+
+    def add(
+        self,
+        first: int,
+        last: int,
+        symbol: str | None,
+        kind: str,
+        *,
+        items: list[_Definition],
+        row0: int,
+    ) -> None:
+        """A region and its definitions (rows of the definitions relative to `row0`)."""
+        self.first.append(first)
+        self.last.append(last)
+        self.symbol.append(symbol)
+        self.kind.append(kind)
+        self.n_items.append(len(items))
+        self.start.extend(row0 + d.start_row for d in items)
+        self.end.extend(row0 + d.end_row for d in items)
+        self.item_symbol.extend(d.symbol for d in items)
+        self.item_kind.extend(d.kind for d in items)
+        self.kids.extend(d.children for d in items)
+        self.row0.extend([row0] * len(items))
 
 
-def _flat_chunks(out: _Collector, lines: _Lines, roots: _FlatRoots, last_stop: I64) -> None:
-    """`_Emitter.region` over blobs whose definitions have no children, as array operations.
+def _region_chunks(out: _Collector, lines: _Lines, regions: _Regions, last_stop: I64) -> _Regions:
+    """Chunk one level of regions with array operations; returns the next level down.
 
-    Rows are global. A definition's chunk starts at its leading comments (but not before the
-    end of the one before); the rows between definitions are `module` chunks.
+    A definition's chunk starts at its leading comments (not before the end of the one
+    before); a definition with children becomes a region of the next level instead.
     """
-    blob_of = np.repeat(
-        np.arange(len(roots.blob_roots), dtype=np.int64),
-        np.asarray(roots.blob_roots, dtype=np.int64),
-    )
-    blob_first = np.asarray(roots.blob_first, dtype=np.int64)
-    blob_last = np.asarray(roots.blob_last, dtype=np.int64)
-    start = np.asarray(roots.start, dtype=np.int64)
-    end = np.minimum(np.asarray(roots.end, dtype=np.int64), blob_last[blob_of])
-    # Where each definition may start: after every earlier one of its blob.
+    counts = np.asarray(regions.n_items, dtype=np.int64)
+    region_of = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    first = np.asarray(regions.first, dtype=np.int64)
+    last = np.asarray(regions.last, dtype=np.int64)
+    start = np.asarray(regions.start, dtype=np.int64)
+    end = np.minimum(np.asarray(regions.end, dtype=np.int64), last[region_of])
+    # Where each definition may start: after every earlier one of its region.
     reach = np.maximum.accumulate(end + 1) if len(end) else end
-    cursor = np.maximum(blob_first[blob_of], np.concatenate([[0], reach[:-1]]))
+    cursor = np.maximum(first[region_of], np.concatenate([[0], reach[:-1]]).astype(np.int64))
     lead = last_stop[np.maximum(start - 1, 0)] + 1
     begin = np.maximum(cursor, np.where(start > 0, np.minimum(lead, start), start))
     kept = begin <= end
-    tail_from = np.maximum(
-        blob_first,
-        np.maximum.reduceat(np.append(end + 1, 0), _reduce_at(roots.blob_roots))
-        if len(end)
-        else blob_first,
-    )
-    has_roots = np.asarray(roots.blob_roots) > 0
-    tail_from = np.where(has_roots, tail_from, blob_first)
-    spans_lo = [cursor[kept], begin[kept], tail_from]
-    spans_hi = [begin[kept] - 1, end[kept], blob_last]
+    tail_from = first
+    if len(end):
+        offsets = np.minimum(np.concatenate([[0], np.cumsum(counts)[:-1]]), len(end))
+        furthest = np.maximum.reduceat(np.append(end + 1, 0), offsets)
+        tail_from = np.where(counts > 0, np.maximum(first, furthest), first)
     kept_list = np.flatnonzero(kept).tolist()
-    symbols: list[str | None] = [None] * int(kept.sum())
-    symbols += [roots.symbol[i] for i in kept_list]
-    symbols += [None] * len(blob_first)
-    kinds = ["module"] * len(kept_list) + [roots.kind[i] for i in kept_list]
-    kinds += ["module"] * len(blob_first)
-    lo = lines.next_filled[np.minimum(np.concatenate(spans_lo), len(lines.blank_array) - 1)]
-    hi = lines.prev_filled[np.concatenate(spans_hi)]
-    raw_lo = np.concatenate(spans_lo)
-    real = (raw_lo <= np.concatenate(spans_hi)) & (lo <= hi)
+    nested = [i for i in kept_list if regions.kids[i]]
+    leaves = [i for i in kept_list if not regions.kids[i]]
+    gap_region = region_of[kept].tolist()
+    symbols: list[str | None] = [regions.symbol[r] for r in gap_region]
+    symbols += [regions.item_symbol[i] for i in leaves]
+    symbols += regions.symbol
+    kinds = [regions.kind[r] for r in gap_region]
+    kinds += [regions.item_kind[i] for i in leaves]
+    kinds += regions.kind
+    leaf = np.asarray(leaves, dtype=np.int64)
+    raw_lo = np.concatenate([cursor[kept], begin[leaf], tail_from])
+    raw_hi = np.concatenate([begin[kept] - 1, end[leaf], last])
+    _emit_spans(out, lines, raw_lo, raw_hi, symbols=symbols, kinds=kinds)
+    below = _Regions()
+    begin_list, end_list = begin.tolist(), end.tolist()
+    for i in nested:
+        below.add(
+            begin_list[i],
+            end_list[i],
+            regions.item_symbol[i],
+            regions.item_kind[i],
+            items=regions.kids[i],
+            row0=regions.row0[i],
+        )
+    return below
+
+
+def _emit_spans(
+    out: _Collector,
+    lines: _Lines,
+    raw_lo: I64,
+    raw_hi: I64,
+    *,
+    symbols: list[str | None],
+    kinds: list[str],
+) -> None:
+    """Blank-trimmed chunks of row spans (empty ones skipped, long ones cut into windows)."""
+    lo = lines.next_filled[np.clip(raw_lo, 0, len(lines.blank_array) - 1)]
+    hi = lines.prev_filled[np.maximum(raw_hi, 0)]
+    real = (raw_lo <= raw_hi) & (lo <= hi)
     long = real & (hi - lo >= MAX_CHUNK_LINES)
-    short = np.flatnonzero(real & ~long)
-    out.add_arrays(
-        lo[short],
-        hi[short],
-        [symbols[i] for i in short.tolist()],
-        [kinds[i] for i in short.tolist()],
-    )
+    short = np.flatnonzero(real & ~long).tolist()
+    out.add_arrays(lo[short], hi[short], [symbols[i] for i in short], [kinds[i] for i in short])
     blank = lines.blank
     for i in np.flatnonzero(long).tolist():
         a, b = int(lo[i]), int(hi[i])
@@ -447,12 +499,6 @@ def _flat_chunks(out: _Collector, lines: _Lines, roots: _FlatRoots, last_stop: I
             a = stop + 1
             while a <= b and blank[a]:
                 a += 1
-
-
-def _reduce_at(counts: list[int]) -> I64:
-    """Segment starts for np.maximum.reduceat over blobs' roots (empty blobs point past)."""
-    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-    return np.minimum(offsets, max(sum(counts), 0))
 
 
 def _text_windows(out: _Collector, lines: _Lines, row0: int, n: int) -> None:
@@ -504,7 +550,7 @@ def chunk_batch(datas: Sequence[bytes], languages: Sequence[str | None]) -> Chun
     np.cumsum(n_lines[:-1], out=row0s[1:])
     first_rows: list[int] = row0s.tolist()
     outlines = _outlines(datas, languages)
-    flat: dict[tuple[bytes, ...], _FlatRoots] = {}
+    regions: dict[tuple[bytes, ...], _Regions] = {}
     for i, (data, language) in enumerate(zip(datas, languages, strict=True)):
         n, row0 = n_lines[i], first_rows[i]
         if language not in PARSED_LANGUAGES:
@@ -516,19 +562,16 @@ def chunk_batch(datas: Sequence[bytes], languages: Sequence[str | None]) -> Chun
         else:
             roots = _definitions(_as_utf8(data), language, None)
         prefixes = comment_prefixes(language)
-        if all(not r.children for r in roots) and all(len(p) <= 2 for p in prefixes):
-            group = flat.setdefault(prefixes, _FlatRoots())
-            group.start.extend(row0 + r.start_row for r in roots)
-            group.end.extend(row0 + r.end_row for r in roots)
-            group.symbol.extend(r.symbol for r in roots)
-            group.kind.extend(r.kind for r in roots)
-            group.blob_first.append(row0)
-            group.blob_last.append(row0 + n - 1)
-            group.blob_roots.append(len(roots))
+        if any(len(p) > 2 for p in prefixes):
+            _Emitter(out, lines, row0, prefixes).region(0, n - 1, None, "module", roots)
             continue
-        _Emitter(out, lines, row0, prefixes).region(0, n - 1, None, "module", roots)
-    for prefixes, group in flat.items():
-        _flat_chunks(out, lines, group, lines.last_stop(prefixes))
+        group = regions.setdefault(prefixes, _Regions())
+        group.add(row0, row0 + n - 1, None, "module", items=roots, row0=row0)
+    for prefixes, top in regions.items():
+        last_stop = lines.last_stop(prefixes)
+        level = top
+        while level.first:
+            level = _region_chunks(out, lines, level, last_stop)
     start, end, symbol, kind = out.ordered()
     blob = np.searchsorted(row0s, start, side="right") - 1
     return ChunkBatch(
