@@ -452,13 +452,15 @@ def _code_lines(batch: _Batch, pos: I64, ch: U8, depth: I64) -> _CodeLines | Non
     )
 
 
-def _def_bodies(a: U8, lines: _CodeLines) -> Spans:
+def _def_bodies(batch: _Batch, lines: _CodeLines) -> Spans:
     """What goes of each def's body: all but its last logical line, kept at body indentation.
 
     The last line keeps the def's last row in place; at the body's indentation, comments
     after it fall in or out of the body as they do in the file (the parser counts a comment
-    indented at least that deep into the block).
+    indented at least that deep into the block). A body with a line indented less than its
+    first (an indentation error the outline would hide) marks its file as not followed.
     """
+    a = batch.a
     indent = lines.indent
     defs = np.flatnonzero(_starts_with(a, lines.first, (b"def ", b"async def ")))
     after = np.empty(len(defs), dtype=np.int64)
@@ -470,8 +472,15 @@ def _def_bodies(a: U8, lines: _CodeLines) -> Spans:
         found = shallow[np.minimum(j, len(shallow) - 1)]
         after[at] = np.where((j < len(shallow)) & (found < limit[at]), found, limit[at])
     last = after - 1
-    long = last > defs + 1
-    return lines.ends[defs[long]], lines.first[last[long]] - indent[defs[long] + 1]
+    long = np.flatnonzero(last > defs + 1)
+    defs, last = defs[long], last[long]
+    body_indent = indent[defs + 1]
+    if len(defs):
+        lowest = np.minimum.reduceat(
+            np.append(indent, 0), np.stack([defs + 1, after[long]], 1).ravel()
+        )[0::2]
+        batch.ok[lines.file[defs[lowest < body_indent]]] = False
+    return lines.ends[defs], lines.first[last] - body_indent
 
 
 def python_outlines(files: Sequence[bytes]) -> list[Outline | None]:
@@ -489,7 +498,7 @@ def python_outlines(files: Sequence[bytes]) -> list[Outline | None]:
     lines = _code_lines(batch, pos, ch, depth)
     if lines is None:
         return [None] * len(files)
-    bodies = _def_bodies(a, lines)
+    bodies = _def_bodies(batch, lines)
     # A simple statement followed by one as deeply indented cannot end a block: drop it with
     # what follows up to the next line. Headers (`if x:`), defs and classes stay.
     is_comment = a[ls] == _HASH
@@ -497,6 +506,11 @@ def python_outlines(files: Sequence[bytes]) -> list[Outline | None]:
     header = _previous_significant(a, lines.ends, batch.starts[lines.file], cs, ce)[0] == _COLON
     named = _starts_with(a, lines.first, (b"def ", b"async def ", b"class "))
     simple = np.flatnonzero(~lines.shallower_next & ~header & ~named)
+    # After a simple statement only a line as deep is valid: a deeper one is an indentation
+    # error that dropping the statement would hide from the parser.
+    nxt = np.minimum(simple + 1, len(lines.indent) - 1)
+    deeper = (lines.indent[nxt] > lines.indent[simple]) & (lines.file[nxt] == lines.file[simple])
+    batch.ok[lines.file[simple[deeper]]] = False
     statements: Spans = (
         lines.first[simple],
         lines.starts[np.minimum(simple + 1, len(lines.starts) - 1)],

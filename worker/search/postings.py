@@ -141,12 +141,15 @@ class _Field:
             field = cls(term, chunk.view(np.int32), packed.view(np.uint16)[0::4].copy())
             field.packed = packed
             return field
-        term, chunk, count = (np.concatenate([w[i] for w in wide]) for i in range(3))
-        keys = (term << 32) | chunk
+        empty = np.zeros(0, dtype=np.int64)
+        w_term, w_chunk, w_count = (
+            np.concatenate([empty] + [w[i] for w in wide]) for i in range(3)
+        )
+        keys = (w_term << 32) | w_chunk
         order = np.argsort(keys)
-        field = cls(term[order], chunk[order].astype(np.int32), count[order])
-        field.keys = keys[order]
-        return field
+        wide_field = cls(w_term[order], w_chunk[order].astype(np.int32), w_count[order])
+        wide_field.keys = keys[order]
+        return wide_field
 
     def _search_keys(self) -> npt.NDArray[np.integer]:
         if self.packed is not None:
