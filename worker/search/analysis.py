@@ -80,6 +80,8 @@ class SegmentBuilder:
         self.n_chunks = 0
         self.bytes_analysed = 0
         self.analyse_seconds = 0.0
+        self.phase_seconds: dict[str, float] = {"chunk": 0.0, "tokens": 0.0, "postings": 0.0}
+        """Where the time went: chunking (parse included), tokenising, finishing postings."""
 
     @property
     def n_blobs(self) -> int:
@@ -126,10 +128,14 @@ class SegmentBuilder:
             blob_index.append(index)
             self.bytes_analysed += len(data)
         if datas:
+            chunked = time.perf_counter()
             chunks = chunk_batch(datas, languages)
+            self.phase_seconds["chunk"] += time.perf_counter() - chunked
             for i, n in zip(blob_index, chunks.n_lines, strict=True):
                 self._blob_lines[i] = n
+            tokenised = time.perf_counter()
             self._add_chunks(chunks, np.asarray(blob_index, dtype=np.int32))
+            self.phase_seconds["tokens"] += time.perf_counter() - tokenised
         self.analyse_seconds += time.perf_counter() - started
 
     def _add_chunks(self, chunks: ChunkBatch, blob_index: I32) -> None:
@@ -201,7 +207,9 @@ class SegmentBuilder:
         chunks = chunks.set_column(
             chunks.schema.get_field_index("kind"), "kind", chunks["kind"].dictionary_encode()
         )
+        finishing = time.perf_counter()
         terms, postings = self._postings()
+        self.phase_seconds["postings"] += time.perf_counter() - finishing
         return SegmentTables(blobs, chunks, terms, postings)
 
     def _postings(self) -> tuple[pa.Table, pa.Table]:

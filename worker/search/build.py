@@ -114,7 +114,7 @@ def missing_blobs(
     return out
 
 
-def _sources(
+def blob_sources(
     repo: pygit2.Repository, items: Sequence[tuple[str, bytes]], max_blob_bytes: int
 ) -> Iterator[BlobSource]:
     """The blobs' bytes straight from the object database; an oversized blob's size only."""
@@ -136,7 +136,7 @@ def analyse(
 ) -> tuple[str, SegmentTables]:
     """Analyse blobs into the tables of one segment, with its content address."""
     builder = SegmentBuilder(max_blob_bytes, check_deadline=check_deadline)
-    builder.add(_sources(repo, items, max_blob_bytes), total=len(items))
+    builder.add(blob_sources(repo, items, max_blob_bytes), total=len(items))
     return segment_id([oid for _, oid in items]), builder.tables()
 
 

@@ -144,17 +144,21 @@ class _Batch:
         end_seg = np.searchsorted(seg_starts, self.ends)
         o_starts, o_ends = out_at[file_seg], out_at[end_seg]
         newline_out = np.flatnonzero(text == _NEWLINE)
+        # The batch row of every outline row: the row after each newline; a file's outline
+        # starts right after the separator before it, on the file's first row.
+        batch_rows = np.concatenate([[0], after]).astype(np.int64)
         k0 = np.searchsorted(newline_out, o_starts).tolist()
         k1 = np.searchsorted(newline_out, o_ends).tolist()
-        row0 = np.searchsorted(self.newlines, self.starts)
+        row0 = np.searchsorted(self.newlines, self.starts).tolist()
+        starts, ends = o_starts.tolist(), o_ends.tolist()
         raw = text.tobytes()
         result: list[Outline | None] = []
         for i, ok in enumerate(self.ok.tolist()):
             if not ok:
                 result.append(None)
                 continue
-            rows = np.concatenate([[row0[i]], after[k0[i] : k1[i]]]) - row0[i]
-            result.append(Outline(raw[o_starts[i] : o_ends[i]], rows.astype(np.int64)))
+            rows = batch_rows[k0[i] : k1[i] + 1] - row0[i]
+            result.append(Outline(raw[starts[i] : ends[i]], rows))
         del source
         return result
 
@@ -429,7 +433,8 @@ def _code_lines(batch: _Batch, pos: I64, ch: U8, depth: I64) -> _CodeLines | Non
         return None
     ends = pos[(ch == _NEWLINE) & (depth == 0)]
     ends = ends[(ends == 0) | (a[np.maximum(ends - 1, 0)] != 92)]
-    ends = np.union1d(ends, batch.ends)
+    ends = np.sort(np.concatenate([ends, batch.ends]))
+    ends = ends[np.append(True, ends[1:] != ends[:-1])]
     starts = np.empty(len(ends), dtype=np.int64)
     starts[0] = 0
     starts[1:] = ends[:-1] + 1
