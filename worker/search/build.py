@@ -226,7 +226,11 @@ def _analyse_missing(
         seg_id, tables = analyse(repo, missing, max_blob_bytes)
         write_segment(segments_dir, seg_id, tables)
         return [seg_id]
-    with ProcessPoolExecutor(n_workers, mp_context=get_context("forkserver")) as pool:
+    context = get_context("forkserver")
+    # The fork server imports the analysis once; each worker forked from it starts warm
+    # (numpy, Arrow, the grammars) instead of importing them again.
+    context.set_forkserver_preload([__name__])
+    with ProcessPoolExecutor(n_workers, mp_context=context) as pool:
         futures = [
             pool.submit(_analyse_and_write, repo.path, part, max_blob_bytes, str(segments_dir))
             for part in _split(missing, n_workers)
