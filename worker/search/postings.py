@@ -41,11 +41,34 @@ class Postings:
         self.tf_sym = np.zeros(0, dtype=np.uint8)
 
 
+class _RowBuffer:
+    """Packed rows appended batch by batch into one growing array (no copy at the end)."""
+
+    def __init__(self) -> None:
+        self.array = np.zeros(1 << 16, dtype=np.uint64)
+        self.n = 0
+
+    def extend(self, rows: U64) -> None:
+        need = self.n + len(rows)
+        if need > len(self.array):
+            grown = np.empty(max(need, 2 * len(self.array)), dtype=np.uint64)
+            grown[: self.n] = self.array[: self.n]
+            self.array = grown
+        self.array[self.n : need] = rows
+        self.n = need
+
+    def view(self) -> U64:
+        return self.array[: self.n]
+
+
 class PostingRows:
     """Accumulates rows of the body field (0) and the symbol field (1)."""
 
+    BLOCK: Final = 1 << 22
+    """Rows unpacked at a time at the end: temporaries stay small (fresh memory is slow)."""
+
     def __init__(self) -> None:
-        self._packed: tuple[list[U64], list[U64]] = ([], [])
+        self._packed = (_RowBuffer(), _RowBuffer())
         self._wide: tuple[list[tuple[I64, I64, I64]], list[tuple[I64, I64, I64]]] | None = None
 
     def add(self, term: I64, chunk: I64, field: int, count: I64) -> None:
@@ -57,44 +80,91 @@ class PostingRows:
                 packed = term.astype(np.uint64) << np.uint64(_TERM_SHIFT)
                 packed |= chunk.astype(np.uint64) << np.uint64(_CHUNK_SHIFT)
                 packed |= count.astype(np.uint64)
-                self._packed[field].append(packed)
+                self._packed[field].extend(packed)
                 return
             self._wide = ([], [])
             for f in (0, 1):
-                self._wide[f].extend(_unpack(p) for p in self._packed[f])
-            self._packed = ([], [])
+                if self._packed[f].n:
+                    self._wide[f].append(_unpack(self._packed[f].view()))
+            self._packed = (_RowBuffer(), _RowBuffer())
         self._wide[field].append((term, chunk, count))
 
     def mark_terms(self, present: npt.NDArray[np.bool_]) -> None:
         """Set `present` at every term id that has a row."""
         for rows in self._packed:
-            for packed in rows:
-                present[packed.view(np.uint32)[1::2] >> np.uint32(_TERM_SHIFT - 32)] = True
+            packed = rows.view()
+            for b0 in range(0, len(packed), self.BLOCK):
+                high = packed[b0 : b0 + self.BLOCK].view(np.uint32)[1::2]
+                present[high >> np.uint32(_TERM_SHIFT - 32)] = True
         for wide in self._wide or ():
             for term, _, _ in wide:
                 present[term] = True
 
     def finish(self, n_terms: int) -> Postings:
         """Group the rows by term id, a pair's two counts in one row."""
-        body = _Field.sorted(self._packed[0], None if self._wide is None else self._wide[0])
-        sym = _Field.sorted(self._packed[1], None if self._wide is None else self._wide[1])
-        self._packed, self._wide = ([], []), None
-        # A symbol row whose pair has a body row folds into it; the others are inserted.
+        if self._wide is not None:
+            return self._finish_wide(n_terms)
+        body, sym = self._packed[0].view(), self._packed[1].view()
+        body.sort()
+        sym.sort()
+        # A symbol row whose pair has a body row folds into it; the others go in before the
+        # first body row after them.
+        query = sym & ~np.uint64(_COUNT_LIMIT)
+        at = np.searchsorted(body, query)
+        found = np.minimum(at, max(len(body) - 1, 0))
+        hit = (at < len(body)) & (
+            (body[found] >> np.uint64(_CHUNK_SHIFT)) == (query >> np.uint64(_CHUNK_SHIFT))
+            if len(body)
+            else np.zeros(len(sym), dtype=bool)
+        )
+        alone = np.flatnonzero(~hit)
+        before = at[alone]
+        total = len(body) + len(alone)
+        out = Postings(n_terms)
+        out.chunk = np.empty(total, dtype=np.int32)
+        out.tf_body = np.zeros(total, dtype=np.uint16)
+        out.tf_sym = np.zeros(total, dtype=np.uint8)
+        counts = np.zeros(n_terms, dtype=np.int64)
+        for b0 in range(0, len(body), self.BLOCK):
+            block = body[b0 : b0 + self.BLOCK]
+            term, chunk, count = _fields(block)
+            rows = np.arange(b0, b0 + len(block), dtype=np.int64)
+            dest = rows + np.searchsorted(before, rows, side="right")
+            out.chunk[dest] = chunk
+            out.tf_body[dest] = count
+            runs = np.flatnonzero(np.append(True, term[1:] != term[:-1]))
+            counts[term[runs]] += np.diff(np.append(runs, len(term)))
+        sym_term, sym_chunk, sym_count = _fields(sym)
+        folded = found[hit]
+        out.tf_sym[folded + np.searchsorted(before, folded, side="right")] = np.minimum(
+            sym_count[hit], 255
+        )
+        slots = before + np.arange(len(alone), dtype=np.int64)
+        out.chunk[slots] = sym_chunk[alone]
+        out.tf_sym[slots] = np.minimum(sym_count[alone], 255)
+        counts += np.bincount(sym_term[alone].astype(np.int64), minlength=n_terms)
+        out.count = counts
+        np.cumsum(counts[:-1], out=out.start[1:])
+        self._packed = (_RowBuffer(), _RowBuffer())
+        return out
+
+    def _finish_wide(self, n_terms: int) -> Postings:
+        assert self._wide is not None
+        body = _Field.sorted(self._wide[0])
+        sym = _Field.sorted(self._wide[1])
+        self._wide = None
         at = body.find(sym)
         hit = at >= 0
         tf_sym = np.zeros(len(body.chunk), dtype=np.uint8)
         tf_sym[at[hit]] = np.minimum(sym.count[hit], 255)
         alone = np.flatnonzero(~hit)
-        # Symbol-only rows go in before the first body row after them (np.insert would sort
-        # the positions again and build the same mask three times).
-        total = len(body.chunk) + len(alone)
         slots = sym.insert_at[alone] + np.arange(len(alone), dtype=np.int64)
-        from_body = np.ones(total, dtype=bool)
+        from_body = np.ones(len(body.chunk) + len(alone), dtype=bool)
         from_body[slots] = False
         out = Postings(n_terms)
         out.chunk = _merged(body.chunk, sym.chunk[alone], from_body, slots)
         out.tf_body = _merged(
-            body.count.astype(np.uint16, copy=False),
+            np.minimum(body.count, 65535).astype(np.uint16),
             np.zeros(len(alone), np.uint16),
             from_body,
             slots,
@@ -109,88 +179,55 @@ class PostingRows:
         return out
 
 
-class _Field:
-    """One field's rows sorted by (term, chunk): term, chunk, count, and a search key."""
+def _fields(packed: U64) -> tuple[npt.NDArray[np.uint32], I32, npt.NDArray[np.uint16]]:
+    """Term, chunk and count of packed rows, through their 32- and 16-bit halves."""
+    halves = packed.view(np.uint32).reshape(-1, 2)
+    chunk = halves[:, 0].copy()
+    high = halves[:, 1].copy()
+    chunk >>= np.uint32(_CHUNK_SHIFT)
+    term = high >> np.uint32(_TERM_SHIFT - 32)
+    high &= np.uint32(0xFF)
+    high <<= np.uint32(32 - _CHUNK_SHIFT)
+    chunk |= high
+    return term, chunk.view(np.int32), packed.view(np.uint16)[0::4].copy()
 
-    def __init__(
-        self, term: npt.NDArray[np.integer], chunk: I32, count: npt.NDArray[np.integer]
-    ) -> None:
+
+class _Field:
+    """One field's wide rows sorted by (term, chunk)."""
+
+    def __init__(self, term: I64, chunk: I64, count: I64, keys: I64) -> None:
         self.term = term
-        self.chunk = chunk
+        self.chunk = chunk.astype(np.int32)
         self.count = count
-        self.packed: U64 | None = None
-        self.keys: I64 | None = None
+        self.keys = keys
         self.insert_at = np.zeros(0, dtype=np.int64)
 
     @classmethod
-    def sorted(cls, packed_parts: list[U64], wide: list[tuple[I64, I64, I64]] | None) -> _Field:
-        if wide is None:
-            packed = np.concatenate(packed_parts) if packed_parts else np.zeros(0, np.uint64)
-            packed.sort()
-            # Contiguous copies of the 32-bit halves, then in-place ops: strided ufuncs and
-            # fresh temporaries of this size are several times slower.
-            halves = packed.view(np.uint32).reshape(-1, 2)
-            chunk = halves[:, 0].copy()
-            high = halves[:, 1].copy()
-            chunk >>= np.uint32(_CHUNK_SHIFT)
-            term = high >> np.uint32(_TERM_SHIFT - 32)
-            high &= np.uint32(0xFF)
-            high <<= np.uint32(32 - _CHUNK_SHIFT)
-            chunk |= high
-            del high
-            field = cls(term, chunk.view(np.int32), packed.view(np.uint16)[0::4].copy())
-            field.packed = packed
-            return field
+    def sorted(cls, wide: list[tuple[I64, I64, I64]]) -> _Field:
         empty = np.zeros(0, dtype=np.int64)
-        w_term, w_chunk, w_count = (
-            np.concatenate([empty] + [w[i] for w in wide]) for i in range(3)
-        )
-        keys = (w_term << 32) | w_chunk
+        term, chunk, count = (np.concatenate([empty] + [w[i] for w in wide]) for i in range(3))
+        keys = (term << 32) | chunk
         order = np.argsort(keys)
-        wide_field = cls(w_term[order], w_chunk[order].astype(np.int32), w_count[order])
-        wide_field.keys = keys[order]
-        return wide_field
-
-    def _search_keys(self) -> npt.NDArray[np.integer]:
-        if self.packed is not None:
-            return self.packed >> np.uint64(_CHUNK_SHIFT)
-        assert self.keys is not None
-        return self.keys
+        return cls(term[order], chunk[order], count[order], keys[order])
 
     def find(self, other: _Field) -> I64:
         """For each row of `other`, the row of this field with its (term, chunk), or -1.
 
         Sets `other.insert_at`: where a row of `other` would go among this field's rows.
         """
-        if self.packed is not None and other.packed is not None:
-            # Search the packed rows directly: no 64-bit copy of this (large) field.
-            query = other.packed & ~np.uint64(_COUNT_LIMIT)
-            at = np.searchsorted(self.packed, query)
-            found = np.minimum(at, max(len(self.packed) - 1, 0))
-            same = (
-                (self.packed[found] >> np.uint64(_CHUNK_SHIFT))
-                == (query >> np.uint64(_CHUNK_SHIFT))
-                if len(self.packed)
-                else np.zeros(len(query), dtype=bool)
-            )
-        else:
-            mine = self._search_keys().astype(np.int64)
-            theirs = other._search_keys().astype(np.int64)
-            at = np.searchsorted(mine, theirs)
-            found = np.minimum(at, max(len(mine) - 1, 0))
-            same = mine[found] == theirs if len(mine) else np.zeros(len(theirs), dtype=bool)
+        at = np.searchsorted(self.keys, other.keys)
+        found = np.minimum(at, max(len(self.keys) - 1, 0))
+        same = (
+            self.keys[found] == other.keys
+            if len(self.keys)
+            else np.zeros(len(other.keys), dtype=bool)
+        )
         other.insert_at = at.astype(np.int64)
-        return np.where(same & (at < len(self.chunk)), found, -1).astype(np.int64)
+        return np.where(same & (at < len(self.keys)), found, -1).astype(np.int64)
 
     def term_counts(self, n_terms: int) -> I64:
         """Rows per term id (rows are sorted by term)."""
-        if not len(self.term):
-            return np.zeros(n_terms, dtype=np.int64)
-        first = np.flatnonzero(self.term[1:] != self.term[:-1]) + 1
-        bounds = np.concatenate([[0], first, [len(self.term)]])
-        counts = np.zeros(n_terms, dtype=np.int64)
-        counts[self.term[bounds[:-1]]] = np.diff(bounds)
-        return counts
+        return np.bincount(self.term, minlength=n_terms).astype(np.int64)
 
 
 def _merged(
