@@ -4,14 +4,21 @@ Also the quality harness's adapter: `RepoReaderSystem` is the `(repo_path, commi
 [path]` callable `bench.quality` runs (with `prepare` building the index first).
 
     python -m bench.index_build build   REPO [--commit SHA] [--workers N] [--cache DIR]
+    python -m bench.index_build phases  REPO [--commit SHA] [--every K]
     python -m bench.index_build query   REPO [--commit SHA] [--cache DIR] [--queries FILE]
     python -m bench.index_build incremental REPO --base SHA --next SHA [--cache DIR]
+
+`build` reports the load average around the build (the machine is shared: read MB/s per
+core with it). `phases` analyses the commit's blobs (every K-th) in this process and says
+where the time goes: reading blobs, chunking (outline + parse), tokenising, postings.
+Measure on a packed repository, as the mirror keeps them (`git clone --bare --no-local`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -23,7 +30,8 @@ from typing import Any, cast
 import pygit2
 
 from worker.search import IndexStore, build_commit_index
-from worker.search.build import repo_index_dir, tree_blobs
+from worker.search.analysis import SegmentBuilder, is_indexable
+from worker.search.build import blob_sources, missing_blobs, repo_index_dir, tree_blobs
 
 DEFAULT_QUERIES = (
     "where is the CSRF token checked",
@@ -58,7 +66,7 @@ def source_bytes(repo: pygit2.Repository, commit: str, max_blob_bytes: int = 1 <
             continue
         seen.add(oid)
         data = cast(pygit2.Blob, repo[pygit2.Oid(raw=oid)]).data
-        if len(data) <= max_blob_bytes and b"\0" not in data[:8000]:
+        if is_indexable(data, max_blob_bytes):
             total += len(data)
     return total
 
@@ -72,9 +80,11 @@ def bench_build(repo_path: Path, commit: str | None, cache: Path, workers: int) 
     repo = pygit2.Repository(str(repo_path))
     sha = _resolve(repo, commit)
     size = source_bytes(repo, sha)
+    load_before = os.getloadavg()
     started = time.perf_counter()
     build_commit_index(cache, "bench/repo", repo, sha, workers=workers)
     seconds = time.perf_counter() - started
+    load_after = os.getloadavg()
     index_bytes = sum(
         f.stat().st_size for f in repo_index_dir(cache, "bench/repo").rglob("*") if f.is_file()
     )
@@ -85,6 +95,35 @@ def bench_build(repo_path: Path, commit: str | None, cache: Path, workers: int) 
         "mb_per_s": round(size / 1e6 / seconds, 2),
         "mb_per_s_per_core": round(size / 1e6 / seconds / max(1, workers), 2),
         "index_mb": round(index_bytes / 1e6, 1),
+        "load_avg_1m_before_after": [round(load_before[0], 2), round(load_after[0], 2)],
+    }
+
+
+def bench_phases(repo_path: Path, commit: str | None, every: int = 1) -> dict[str, Any]:
+    """Analyse a commit's distinct blobs (every `every`-th) in this process, phase by phase."""
+    repo = pygit2.Repository(str(repo_path))
+    sha = _resolve(repo, commit)
+    items = missing_blobs(tree_blobs(repo, sha), {}, set())[::every]
+    builder = SegmentBuilder(1 << 20)
+    load_before = os.getloadavg()
+    started = time.perf_counter()
+    cpu_started = time.process_time()
+    builder.add(blob_sources(repo, items, 1 << 20), total=len(items))
+    added = time.perf_counter() - started
+    builder.tables()
+    seconds = time.perf_counter() - started
+    phases = {"read": added - builder.analyse_seconds, **builder.phase_seconds}
+    phases["other"] = seconds - sum(phases.values())
+    return {
+        "commit": sha,
+        "blobs": len(items),
+        "source_mb": round(builder.bytes_analysed / 1e6, 1),
+        "seconds": round(seconds, 2),
+        "cpu_seconds": round(time.process_time() - cpu_started, 2),
+        "mb_per_s": round(builder.bytes_analysed / 1e6 / seconds, 2),
+        "phase_seconds": {k: round(v, 2) for k, v in phases.items()},
+        "chunks": builder.n_chunks,
+        "load_avg_1m_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
     }
 
 
@@ -179,18 +218,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry."""
     args = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="python -m bench.index_build", description=__doc__)
-    parser.add_argument("what", choices=["build", "query", "incremental"])
+    parser.add_argument("what", choices=["build", "phases", "query", "incremental"])
     parser.add_argument("repo", type=Path)
     parser.add_argument("--commit")
     parser.add_argument("--base")
     parser.add_argument("--next")
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--every", type=int, default=1, help="phases: every K-th blob")
     parser.add_argument("--cache", type=Path)
     parser.add_argument("--queries", type=Path, help="one query per line")
     ns = parser.parse_args(args)
     cache = ns.cache or Path(tempfile.mkdtemp(prefix="search-bench-"))
     if ns.what == "build":
         result = bench_build(ns.repo, ns.commit, cache, ns.workers)
+    elif ns.what == "phases":
+        result = bench_phases(ns.repo, ns.commit, ns.every)
     elif ns.what == "incremental":
         result = bench_incremental(ns.repo, ns.base, ns.next, cache)
     else:

@@ -1,15 +1,15 @@
 """Analyse blobs into the tables of one segment: chunks, per-chunk term counts, postings.
 
-Tokenising runs over a whole batch of chunks at once with Arrow compute (split, dictionary
-encode) and numpy (expand raw tokens to terms, count pairs): Python touches each distinct
-raw token once per build, never each occurrence. Chunks without a single term are dropped.
+Blobs are analysed a batch (about BATCH_BYTES) at a time: chunked together (see
+`worker.search.chunking`), then tokenised together (see `worker.search.vocabulary`): the
+batch's text is one buffer, a chunk a slice of it. Chunks without a single term are dropped.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
@@ -17,18 +17,14 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from worker.search.chunking import chunk_blob
+from worker.search.chunking import ChunkBatch, chunk_batch
 from worker.search.languages import language_of
-from worker.search.tokens import (
-    MAX_TOKEN_CHARS,
-    MIN_TOKEN_CHARS,
-    TOKEN_SEPARATOR_PATTERN,
-    analyze_tokens,
-)
+from worker.search.postings import PostingRows
+from worker.search.vocabulary import Vocabulary, term_counts
 
 BINARY_SNIFF_BYTES: Final = 8000
 BATCH_BYTES: Final = 8 << 20
-"""Bytes of source tokenised per Arrow pass: big enough to amortise, small enough for RSS."""
+"""Bytes of source analysed per batch: big enough to amortise, small enough for RSS."""
 
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
@@ -36,16 +32,20 @@ I32 = npt.NDArray[np.int32]
 
 def is_indexable(data: bytes, max_blob_bytes: int) -> bool:
     """Text (no NUL in the first 8000 bytes) no larger than `max_blob_bytes`."""
-    return len(data) <= max_blob_bytes and b"\0" not in data[:BINARY_SNIFF_BYTES]
+    return len(data) <= max_blob_bytes and data.find(b"\0", 0, BINARY_SNIFF_BYTES) < 0
 
 
 @dataclass(frozen=True, slots=True)
 class BlobSource:
-    """A blob to analyse: its id, the path it is analysed under (for its language), its bytes."""
+    """A blob to analyse: its id, the path it is analysed under (for its language), its bytes.
+
+    A blob known to be too large may come without its bytes: `size` then says how large.
+    """
 
     oid: bytes
     path: str
     data: bytes
+    size: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,95 +56,6 @@ class SegmentTables:
     chunks: pa.Table
     terms: pa.Table
     postings: pa.Table
-
-
-@dataclass(slots=True)
-class _PendingChunks:
-    """Chunks of one batch before tokenising: byte offset into the batch, span, definition."""
-
-    offset: list[int] = field(default_factory=list)
-    blob: list[int] = field(default_factory=list)
-    start: list[int] = field(default_factory=list)
-    end: list[int] = field(default_factory=list)
-    symbol: list[str | None] = field(default_factory=list)
-    kind: list[str] = field(default_factory=list)
-
-
-class _Vocabulary:
-    """Raw token -> term ids, grown as a build meets new tokens."""
-
-    def __init__(self) -> None:
-        self.term_ids: dict[str, int] = {}
-        self.terms: list[str] = []
-        self.raw_ids: dict[bytes, int] = {}
-        self.raw_start = np.zeros(1024, dtype=np.int64)
-        self.raw_len = np.zeros(1024, dtype=np.int32)
-        self.raw_terms = np.zeros(4096, dtype=np.int32)
-        self.n_raw = 0
-        self.n_raw_terms = 0
-
-    def ids_of(self, tokens: list[bytes]) -> I32:
-        """Raw ids of `tokens`, analysing the ones never seen before."""
-        get = self.raw_ids.get
-        ids = [get(t, -1) for t in tokens]
-        new = [i for i, v in enumerate(ids) if v < 0]
-        if new:
-            fresh = [tokens[i] for i in new]
-            analysed = analyze_tokens([t.decode("ascii") for t in fresh])
-            for i, token, terms in zip(new, fresh, analysed, strict=True):
-                ids[i] = self._add(token, terms)
-        return np.asarray(ids, dtype=np.int32)
-
-    def _add(self, token: bytes, terms: list[str]) -> int:
-        rid = self.n_raw
-        if rid >= len(self.raw_start):
-            self.raw_start = np.resize(self.raw_start, 2 * len(self.raw_start))
-            self.raw_len = np.resize(self.raw_len, 2 * len(self.raw_len))
-        need = self.n_raw_terms + len(terms)
-        if need > len(self.raw_terms):
-            self.raw_terms = np.resize(self.raw_terms, max(need, 2 * len(self.raw_terms)))
-        self.raw_start[rid] = self.n_raw_terms
-        self.raw_len[rid] = len(terms)
-        for term in terms:
-            tid = self.term_ids.get(term)
-            if tid is None:
-                tid = len(self.terms)
-                self.term_ids[term] = tid
-                self.terms.append(term)
-            self.raw_terms[self.n_raw_terms] = tid
-            self.n_raw_terms += 1
-        self.raw_ids[token] = rid
-        self.n_raw = rid + 1
-        return rid
-
-
-def _term_pairs(values: pa.Array, vocab: _Vocabulary) -> tuple[I64, I64]:
-    """(key, count) of every distinct (term, value index) pair; key = term << 32 | index."""
-    lists = pc.split_pattern_regex(values, TOKEN_SEPARATOR_PATTERN)
-    flat = pc.list_flatten(lists)
-    parents = pc.list_parent_indices(lists)
-    length = pc.binary_length(flat)
-    keep = pc.and_(
-        pc.greater_equal(length, MIN_TOKEN_CHARS), pc.less_equal(length, MAX_TOKEN_CHARS)
-    )
-    flat = flat.filter(keep)
-    if len(flat) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    parent = parents.filter(keep).to_numpy().astype(np.int64)
-    encoded = flat.dictionary_encode()
-    raw_of_unique = vocab.ids_of(encoded.dictionary.to_pylist())
-    raw = raw_of_unique[encoded.indices.to_numpy()]
-    lens = vocab.raw_len[raw]
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    # CSR expansion: occurrence i yields raw_terms[raw_start[r_i] : raw_start[r_i] + lens_i].
-    ends = np.cumsum(lens)
-    shift = np.repeat(vocab.raw_start[raw] - (ends - lens), lens)
-    terms = vocab.raw_terms[shift + np.arange(total, dtype=np.int64)].astype(np.int64)
-    keys = (terms << 32) | np.repeat(parent, lens)
-    unique, counts = np.unique(keys, return_counts=True)
-    return unique, counts.astype(np.int64)
 
 
 class SegmentBuilder:
@@ -158,19 +69,19 @@ class SegmentBuilder:
     ) -> None:
         self.max_blob_bytes = max_blob_bytes
         self._check_deadline = check_deadline
-        self._vocab = _Vocabulary()
+        self._vocab = Vocabulary()
         self._blob_oids: list[bytes] = []
         self._blob_language: list[str | None] = []
         self._blob_lines: list[int] = []
         self._blob_size: list[int] = []
         self._blob_indexed: list[bool] = []
         self._chunk_parts: list[dict[str, npt.NDArray[np.generic] | list[str | None]]] = []
-        self._key_parts: list[I64] = []
-        self._tf_body_parts: list[I64] = []
-        self._tf_sym_parts: list[I64] = []
+        self._postings_rows = PostingRows()
         self.n_chunks = 0
         self.bytes_analysed = 0
         self.analyse_seconds = 0.0
+        self.phase_seconds: dict[str, float] = {"chunk": 0.0, "tokens": 0.0, "postings": 0.0}
+        """Where the time went: chunking (parse included), tokenising, finishing postings."""
 
     @property
     def n_blobs(self) -> int:
@@ -195,74 +106,62 @@ class SegmentBuilder:
     def _add_batch(self, batch: list[BlobSource]) -> None:
         started = time.perf_counter()
         datas: list[bytes] = []
-        base = 0
-        pending = _PendingChunks()
+        languages: list[str | None] = []
+        blob_index: list[int] = []
+        max_bytes = self.max_blob_bytes
         for source in batch:
-            blob_index = len(self._blob_oids)
-            self._blob_oids.append(source.oid)
-            self._blob_size.append(len(source.data))
             data = source.data
-            if not is_indexable(data, self.max_blob_bytes):
+            index = len(self._blob_oids)
+            self._blob_oids.append(source.oid)
+            self._blob_size.append(len(data) if source.size < 0 else source.size)
+            if source.size > max_bytes or not is_indexable(data, max_bytes):
                 self._blob_language.append(None)
                 self._blob_lines.append(0)
                 self._blob_indexed.append(False)
                 continue
             language = language_of(source.path)
-            chunks, starts = chunk_blob(data, language)
             self._blob_language.append(language)
-            self._blob_lines.append(len(starts))
             self._blob_indexed.append(True)
-            starts_list = starts.tolist()
-            for chunk in chunks:
-                pending.offset.append(base + starts_list[chunk.start_row])
-                pending.blob.append(blob_index)
-                pending.start.append(chunk.start_row + 1)
-                pending.end.append(chunk.end_row + 1)
-                pending.symbol.append(chunk.symbol)
-                pending.kind.append(chunk.kind)
+            self._blob_lines.append(0)
             datas.append(data)
-            base += len(data)
+            languages.append(language)
+            blob_index.append(index)
             self.bytes_analysed += len(data)
-        if pending.offset:
-            self._add_chunks(b"".join(datas), pending)
+        if datas:
+            chunked = time.perf_counter()
+            chunks = chunk_batch(datas, languages)
+            self.phase_seconds["chunk"] += time.perf_counter() - chunked
+            for i, n in zip(blob_index, chunks.n_lines, strict=True):
+                self._blob_lines[i] = n
+            tokenised = time.perf_counter()
+            self._add_chunks(chunks, np.asarray(blob_index, dtype=np.int32))
+            self.phase_seconds["tokens"] += time.perf_counter() - tokenised
         self.analyse_seconds += time.perf_counter() - started
 
-    def _add_chunks(self, data: bytes, pending: _PendingChunks) -> None:
-        offsets, c_symbol, c_kind = pending.offset, pending.symbol, pending.kind
-        n = len(offsets)
-        # A chunk's text runs to the next chunk's start: the gap between is blank lines only.
-        bounds = np.empty(n + 1, dtype=np.int32)
-        bounds[:n] = offsets
-        bounds[n] = len(data)
-        texts = pa.Array.from_buffers(
-            pa.binary(), n, [None, pa.py_buffer(bounds), pa.py_buffer(data)]
-        )
-        body_keys, body_tf = _term_pairs(texts, self._vocab)
-        symbols = pa.array(c_symbol, pa.string()).cast(pa.binary())
-        sym_keys, sym_tf = _term_pairs(symbols, self._vocab)
+    def _add_chunks(self, chunks: ChunkBatch, blob_index: I32) -> None:
+        n = len(chunks.blob)
+        if not n:
+            return
+        body_keys, body_tf = term_counts(self._vocab, chunks.text, chunks.offsets)
+        symbol_text, symbol_starts = _joined(chunks.symbol)
+        sym_keys, sym_tf = term_counts(self._vocab, symbol_text, symbol_starts)
         len_body = np.bincount(body_keys & 0xFFFFFFFF, weights=body_tf, minlength=n)
         len_sym = np.bincount(sym_keys & 0xFFFFFFFF, weights=sym_tf, minlength=n)
         keep = (len_body > 0) | (len_sym > 0)
         new_id = np.cumsum(keep) - 1 + self.n_chunks
-        for keys, tf_body, tf_sym in (
-            (body_keys, body_tf, np.zeros_like(body_tf)),
-            (sym_keys, np.zeros_like(sym_tf), sym_tf),
-        ):
-            local = keys & 0xFFFFFFFF
-            self._key_parts.append((keys >> 32 << 32) | new_id[local])
-            self._tf_body_parts.append(tf_body)
-            self._tf_sym_parts.append(tf_sym)
+        for field, (keys, tf) in enumerate(((body_keys, body_tf), (sym_keys, sym_tf))):
+            self._postings_rows.add(keys >> 32, new_id[keys & 0xFFFFFFFF], field, tf)
         kept = np.flatnonzero(keep)
-        blob = np.asarray(pending.blob, dtype=np.int32)[kept]
+        kept_list = kept.tolist()
         self._chunk_parts.append(
             {
-                "blob": blob,
-                "start_line": np.asarray(pending.start, dtype=np.int32)[kept],
-                "end_line": np.asarray(pending.end, dtype=np.int32)[kept],
+                "blob": blob_index[chunks.blob[kept]],
+                "start_line": chunks.start_row[kept].astype(np.int32) + 1,
+                "end_line": chunks.end_row[kept].astype(np.int32) + 1,
                 "len_body": len_body[kept].astype(np.int32),
                 "len_sym": len_sym[kept].astype(np.int32),
-                "symbol": [c_symbol[i] for i in kept.tolist()],
-                "kind": [c_kind[i] for i in kept.tolist()],
+                "symbol": [chunks.symbol[i] for i in kept_list],
+                "kind": [chunks.kind[i] for i in kept_list],
             }
         )
         self.n_chunks += len(kept)
@@ -308,43 +207,38 @@ class SegmentBuilder:
         chunks = chunks.set_column(
             chunks.schema.get_field_index("kind"), "kind", chunks["kind"].dictionary_encode()
         )
+        finishing = time.perf_counter()
         terms, postings = self._postings()
+        self.phase_seconds["postings"] += time.perf_counter() - finishing
         return SegmentTables(blobs, chunks, terms, postings)
 
     def _postings(self) -> tuple[pa.Table, pa.Table]:
-        keys = np.concatenate(self._key_parts) if self._key_parts else np.zeros(0, np.int64)
-        tf_body = np.concatenate(self._tf_body_parts) if self._key_parts else keys
-        tf_sym = np.concatenate(self._tf_sym_parts) if self._key_parts else keys
-        term_of = keys >> 32
-        used = np.unique(term_of)
-        vocab_terms = self._vocab.terms
-        used_terms = pa.array([vocab_terms[i] for i in used.tolist()], pa.string())
-        order = pc.sort_indices(used_terms.cast(pa.binary())).to_numpy()
-        rank = np.empty(len(self._vocab.terms), dtype=np.int64)
-        rank[used[order]] = np.arange(len(used), dtype=np.int64)
-        sort_keys = (rank[term_of] << 32) | (keys & 0xFFFFFFFF)
-        perm = np.argsort(sort_keys, kind="stable")
-        sort_keys = sort_keys[perm]
-        # A chunk can hold a term in its body and in its symbol: sum the two rows into one.
-        first = np.ones(len(sort_keys), dtype=bool)
-        first[1:] = sort_keys[1:] != sort_keys[:-1]
-        group = np.cumsum(first) - 1
-        n_post = int(first.sum())
-        tfb = np.bincount(group, weights=tf_body[perm], minlength=n_post)
-        tfs = np.bincount(group, weights=tf_sym[perm], minlength=n_post)
-        post_keys = sort_keys[first]
-        term_rank = post_keys >> 32
-        counts = np.bincount(term_rank, minlength=len(used)).astype(np.int32)
-        starts = np.zeros(len(used), dtype=np.int64)
-        np.cumsum(counts[:-1], out=starts[1:])
+        rows = self._postings_rows
+        n_terms = max(self._vocab.n_terms, 1)
+        present = np.zeros(n_terms, dtype=bool)
+        rows.mark_terms(present)
+        used = np.flatnonzero(present)
+        used_terms = self._vocab.terms().take(pa.array(used))
+        order = pc.sort_indices(used_terms).to_numpy()
+        postings = rows.finish(n_terms)
+        by_term = used[order]
         terms = pa.table(
-            {"term": used_terms.take(pa.array(order)), "start": starts, "count": counts}
-        )
-        postings = pa.table(
             {
-                "chunk": (post_keys & 0xFFFFFFFF).astype(np.int32),
-                "tf_body": np.minimum(tfb, 65535).astype(np.uint16),
-                "tf_sym": np.minimum(tfs, 255).astype(np.uint8),
+                "term": used_terms.take(pa.array(order)).cast(pa.string()),
+                "start": postings.start[by_term],
+                "count": postings.count[by_term].astype(np.int32),
             }
         )
-        return terms, postings
+        table = pa.table(
+            {"chunk": postings.chunk, "tf_body": postings.tf_body, "tf_sym": postings.tf_sym}
+        )
+        return terms, table
+
+
+def _joined(symbols: list[str | None]) -> tuple[bytes, I64]:
+    """The symbols as one buffer (a newline after each) and where each starts."""
+    encoded = [(s or "").encode() for s in symbols]
+    sizes = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) + 1
+    starts = np.zeros(len(encoded), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    return b"\n".join(encoded) + b"\n", starts

@@ -114,9 +114,18 @@ def missing_blobs(
     return out
 
 
-def _sources(repo: pygit2.Repository, items: Sequence[tuple[str, bytes]]) -> Iterator[BlobSource]:
+def blob_sources(
+    repo: pygit2.Repository, items: Sequence[tuple[str, bytes]], max_blob_bytes: int
+) -> Iterator[BlobSource]:
+    """The blobs' bytes straight from the object database; an oversized blob's size only."""
+    odb = repo.odb
     for path, oid in items:
-        yield BlobSource(oid, path, cast(pygit2.Blob, repo[pygit2.Oid(raw=oid)]).data)
+        key = pygit2.Oid(raw=oid)
+        _, size = odb.read_header(key)
+        if size > max_blob_bytes:
+            yield BlobSource(oid, path, b"", size)
+        else:
+            yield BlobSource(oid, path, odb.read(key)[1])
 
 
 def analyse(
@@ -127,7 +136,7 @@ def analyse(
 ) -> tuple[str, SegmentTables]:
     """Analyse blobs into the tables of one segment, with its content address."""
     builder = SegmentBuilder(max_blob_bytes, check_deadline=check_deadline)
-    builder.add(_sources(repo, items), total=len(items))
+    builder.add(blob_sources(repo, items, max_blob_bytes), total=len(items))
     return segment_id([oid for _, oid in items]), builder.tables()
 
 
@@ -217,7 +226,11 @@ def _analyse_missing(
         seg_id, tables = analyse(repo, missing, max_blob_bytes)
         write_segment(segments_dir, seg_id, tables)
         return [seg_id]
-    with ProcessPoolExecutor(n_workers, mp_context=get_context("forkserver")) as pool:
+    context = get_context("forkserver")
+    # The fork server imports the analysis once; each worker forked from it starts warm
+    # (numpy, Arrow, the grammars) instead of importing them again.
+    context.set_forkserver_preload([__name__])
+    with ProcessPoolExecutor(n_workers, mp_context=context) as pool:
         futures = [
             pool.submit(_analyse_and_write, repo.path, part, max_blob_bytes, str(segments_dir))
             for part in _split(missing, n_workers)

@@ -5,7 +5,7 @@
     paths.arrow          path, oid, segment (index into segments), blob (row in that segment),
                          len_path, len_name
     path_terms.arrow     term (sorted), start, count  -> a slice of path_postings
-    path_postings.arrow  path (row in paths.arrow), tf_path, tf_name
+    path_postings.arrow  path (row in paths.arrow), tf_path, tf_name  (one slice per term)
 
 Only paths whose blob is indexed (text, not oversized) are listed. The path index is small
 (a few terms per path), so it is rebuilt per commit; everything heavy lives in the segments.
@@ -22,8 +22,11 @@ from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from worker.search.postings import PostingRows
 from worker.search.segment import (
     FORMAT_VERSION,
     TermDictionary,
@@ -33,7 +36,7 @@ from worker.search.segment import (
     read_table,
     write_table,
 )
-from worker.search.tokens import text_terms
+from worker.search.vocabulary import Vocabulary, term_counts
 
 COMPONENTS: Final = ("paths", "path_terms", "path_postings")
 
@@ -56,7 +59,11 @@ def build_commit_tables(
     entries: Sequence[tuple[str, bytes]],
     locations: dict[bytes, tuple[int, int]],
 ) -> CommitTables:
-    """The commit's view from its (path, oid) entries and where each indexed oid lives."""
+    """The commit's view from its (path, oid) entries and where each indexed oid lives.
+
+    A path's terms are those of the whole path (its directories' and its name's), its name's
+    those of the file name without extension; both tokenised in bulk like blob text.
+    """
     paths: list[str] = []
     oids: list[bytes] = []
     seg: list[int] = []
@@ -69,48 +76,22 @@ def build_commit_tables(
         oids.append(oid)
         seg.append(where[0])
         blob.append(where[1])
-    # Directories repeat across thousands of paths: analyse each once, ids not strings after.
-    term_ids: dict[str, int] = {}
-    dir_cache: dict[str, list[int]] = {}
-    rows: list[int] = []
-    terms: list[int] = []
-    fields: list[int] = []
-    len_path = np.zeros(len(paths), dtype=np.int32)
-    len_name = np.zeros(len(paths), dtype=np.int32)
-
-    def ids(text: str) -> list[int]:
-        return [term_ids.setdefault(t, len(term_ids)) for t in text_terms(text)]
-
-    for i, path in enumerate(paths):
-        directory, _, name = path.rpartition("/")
-        dir_ids = dir_cache.get(directory)
-        if dir_ids is None:
-            dir_ids = dir_cache[directory] = ids(directory)
-        path_ids = dir_ids + ids(name)
-        name_ids = ids(_name_stem(name))
-        len_path[i] = len(path_ids)
-        len_name[i] = len(name_ids)
-        rows.extend([i] * (len(path_ids) + len(name_ids)))
-        terms.extend(path_ids)
-        terms.extend(name_ids)
-        fields.extend([0] * len(path_ids))
-        fields.extend([1] * len(name_ids))
-    vocab = sorted(term_ids, key=str.encode)
-    rank = np.empty(len(vocab), dtype=np.int64)
-    rank[[term_ids[t] for t in vocab]] = np.arange(len(vocab), dtype=np.int64)
-    key = (rank[np.asarray(terms, dtype=np.int64)] << 32) | np.asarray(rows, dtype=np.int64)
-    field = np.asarray(fields, dtype=np.int64)
-    unique, inverse = np.unique(key, return_inverse=True)
-    tf_path = np.bincount(inverse, weights=field == 0, minlength=len(unique))
-    tf_name = np.bincount(inverse, weights=field == 1, minlength=len(unique))
-    term_of = unique >> 32
-    sizes = np.bincount(term_of, minlength=len(vocab)).astype(np.int32)
-    starts = np.zeros(len(vocab), dtype=np.int64)
-    np.cumsum(sizes[:-1], out=starts[1:])
-    sorted_terms = vocab
-    post_path = (unique & 0xFFFFFFFF).astype(np.int32)
-    post_tf_path = np.minimum(tf_path, 255).astype(np.uint8)
-    post_tf_name = np.minimum(tf_name, 255).astype(np.uint8)
+    vocabulary = Vocabulary()
+    rows = PostingRows()
+    lengths = []
+    for field, texts in enumerate((paths, [_name_stem(p.rpartition("/")[2]) for p in paths])):
+        data, starts = _joined(texts)
+        keys, counts = term_counts(vocabulary, data, starts)
+        rows.add(keys >> 32, keys & 0xFFFFFFFF, field, counts)
+        lengths.append(np.bincount(keys & 0xFFFFFFFF, weights=counts, minlength=len(paths)))
+    n_terms = max(vocabulary.n_terms, 1)
+    present = np.zeros(n_terms, dtype=bool)
+    rows.mark_terms(present)
+    used = np.flatnonzero(present)
+    used_terms = vocabulary.terms().take(pa.array(used))
+    order = pc.sort_indices(used_terms).to_numpy()
+    postings = rows.finish(n_terms)
+    by_term = used[order]
     return CommitTables(
         paths=pa.table(
             {
@@ -118,25 +99,34 @@ def build_commit_tables(
                 "oid": pa.array(oids, pa.binary(20)),
                 "segment": pa.array(seg, pa.int32()),
                 "blob": pa.array(blob, pa.int32()),
-                "len_path": len_path,
-                "len_name": len_name,
+                "len_path": lengths[0].astype(np.int32),
+                "len_name": lengths[1].astype(np.int32),
             }
         ),
         path_terms=pa.table(
             {
-                "term": pa.array(sorted_terms, pa.string()),
-                "start": starts,
-                "count": sizes,
+                "term": used_terms.take(pa.array(order)).cast(pa.string()),
+                "start": postings.start[by_term],
+                "count": postings.count[by_term].astype(np.int32),
             }
         ),
         path_postings=pa.table(
             {
-                "path": post_path,
-                "tf_path": post_tf_path,
-                "tf_name": post_tf_name,
+                "path": postings.chunk,
+                "tf_path": np.minimum(postings.tf_body, 255).astype(np.uint8),
+                "tf_name": postings.tf_sym,
             }
         ),
     )
+
+
+def _joined(texts: list[str]) -> tuple[bytes, npt.NDArray[np.int64]]:
+    """The texts as one buffer (a newline after each) and where each starts."""
+    encoded = [t.encode() for t in texts]
+    sizes = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) + 1
+    starts = np.zeros(len(encoded), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    return b"\n".join(encoded) + b"\n", starts
 
 
 def write_commit(

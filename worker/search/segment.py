@@ -4,7 +4,7 @@
     blobs.arrow     oid (binary 20), indexed, language, n_lines, size, chunk_start, chunk_count
     chunks.arrow    blob, start_line, end_line (1-based, inclusive), len_body, len_sym, symbol, kind
     terms.arrow     term (sorted by UTF-8 bytes), start, count   -> a slice of postings
-    postings.arrow  chunk, tf_body, tf_sym                      (sorted by term, then chunk)
+    postings.arrow  chunk, tf_body, tf_sym       (one slice per term, in any order; by chunk)
 
 A segment is content-addressed: its id hashes the format version and its blob ids, so two
 builders of the same blobs write the same directory. Components are named in segment.json,

@@ -1,0 +1,266 @@
+"""Outlines: the parser finds the same definitions, on the same lines, as in the whole file."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from worker.search.chunking import _Definition, _definitions, chunk_blob, line_starts
+from worker.search.outline import c_outlines, python_outlines
+
+Flat = list[tuple[int, int, str, str]]
+
+
+def flat(roots: list[_Definition]) -> Flat:
+    out: Flat = []
+
+    def walk(d: _Definition) -> None:
+        out.append((d.start_row, d.end_row, d.symbol, d.kind))
+        for child in d.children:
+            walk(child)
+
+    for root in roots:
+        walk(root)
+    return out
+
+
+def same_as_whole(data: bytes, language: str) -> Flat:
+    """Assert the outlined parse equals the whole parse; return the definitions."""
+    outliner = c_outlines if language in ("c", "cpp") else python_outlines
+    outline = outliner([data])[0]
+    assert outline is not None
+    whole = flat(_definitions(data, language, None))
+    assert flat(_definitions(data, language, outline)) == whole
+    return whole
+
+
+C_SOURCE = b"""/* SPDX: a comment with { braces } and 'quotes' */
+#include <linux/kernel.h>
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define LOCKED(x) do { \\
+\tspin_lock(x); \\
+} while (0)
+
+struct outer {
+\tint a; /* } */
+\tstruct inner {
+\t\tchar c;
+\t} in;
+#define OUTER_FLAG(x) (1 << (x))
+};
+
+static const struct ops table[] = {
+\t{ .open = f_open, .name = "{" },
+};
+
+int prototype(int a, char *b);
+
+/**
+ * compute - kernel-doc comment
+ */
+static int compute(struct outer *o,
+\t\t   int n)
+{
+\tif (n > 0) {
+\t\tprintk("}%d\\n", n);
+\t}
+\treturn o->a + '}';
+}
+
+char *(*pick(int k))(void)
+{
+\treturn 0;
+}
+"""
+
+
+def test_c_outline_matches_whole_parse() -> None:
+    """C: functions, nested structs, macros, initialisers: same definitions and lines."""
+    assert same_as_whole(C_SOURCE, "c") == [
+        (2, 2, "MAX", "preproc_function_def"),
+        (3, 5, "LOCKED", "preproc_function_def"),
+        (7, 13, "outer", "struct_specifier"),
+        (9, 11, "outer.inner", "struct_specifier"),
+        (12, 12, "outer.OUTER_FLAG", "preproc_function_def"),
+        (24, 31, "compute", "function_definition"),
+    ]
+
+
+def test_c_outline_drops_bodies_keeps_rows() -> None:
+    """The outline is much shorter than the file and maps each of its rows to a file row."""
+    outline = c_outlines([C_SOURCE])[0]
+    assert outline is not None
+    assert len(outline.text) < len(C_SOURCE) // 2
+    assert b"printk" not in outline.text
+    assert b"kernel-doc" not in outline.text
+    rows = outline.rows.tolist()
+    assert len(rows) == outline.text.count(b"\n") + 1
+    assert rows == sorted(rows)
+    assert rows[-1] <= C_SOURCE.count(b"\n")
+
+
+def test_c_unbalanced_braces_have_no_outline() -> None:
+    """A file whose braces do not balance is parsed whole."""
+    assert c_outlines([b"int f(void) {\n", b"int g(void) { }\n"])[0] is None
+    assert c_outlines([b"int f(void) {\n", b"int g(void) { }\n"])[1] is not None
+
+
+PY_SOURCE = b'''"""Module docstring with a def inside: def not_real():"""
+import os
+
+CONSTANT = {
+    "a": 1,
+}
+
+
+@decorator(arg=1)
+def top(a, b=(1, 2)):
+    """Doc."""
+    if a:
+        return b
+    # trailing comment in the body
+
+
+class Widget(Base):
+    x = 1
+    y = 2
+
+    def method(self):
+        def inner():
+            pass
+        return inner
+
+    async def other(self):
+        with open("f") as f:
+            data = f.read(
+                10
+            )
+            # deeper comment
+        # comment at method level
+
+
+def last():
+    return """
+text at column zero
+"""
+'''
+
+
+def test_python_outline_matches_whole_parse() -> None:
+    """Python: decorators, classes, methods, closures, trailing comments: same definitions."""
+    defs = same_as_whole(PY_SOURCE, "python")
+    assert [symbol for _, _, symbol, _ in defs] == [
+        "top",
+        "Widget",
+        "Widget.method",
+        "Widget.other",
+        "last",
+    ]
+
+
+def test_python_tabs_have_no_outline() -> None:
+    """Tab indentation is not followed: the file is parsed whole."""
+    assert python_outlines([b"def f():\n\treturn 1\n"])[0] is None
+
+
+def test_outlines_of_a_batch_are_independent() -> None:
+    """A batch's files do not bleed into each other (a body running to the end of a file)."""
+    files = [b"def a():\n    x = 1\n    y = 2", b"def b():\n    return 3\n", b""]
+    outlines = python_outlines(files)
+    for data, outline in zip(files, outlines, strict=True):
+        if outline is not None:
+            assert outline.rows[-1] <= data.count(b"\n")
+            assert flat(_definitions(data, "python", outline)) == flat(
+                _definitions(data, "python", None)
+            )
+
+
+def test_macro_chunk_ends_on_its_last_line() -> None:
+    """A macro definition's chunk ends on its own last line, not the line after it.
+
+    Deliberate change: the node ends with its newline (column 0 of the next row), which used
+    to pull the next line into the macro's chunk.
+    """
+    src = b"#define A(x) (x)\nint a_value;\n#define B(x) \\\n  (x)\nint b_value;\n"
+    chunks, _ = chunk_blob(src, "c")
+    spans = [(c.start_row + 1, c.end_row + 1, c.symbol) for c in chunks]
+    assert spans == [(1, 1, "A"), (2, 2, None), (3, 4, "B"), (5, 5, None)]
+
+
+def _python_block(depth: int) -> st.SearchStrategy[list[str]]:
+    """Lines of a valid block (relative indentation), statements and nested blocks."""
+    simple = st.sampled_from(
+        [
+            ["x = 1"],
+            ["pass"],
+            ["# comment"],
+            [""],
+            ["call(a,", "     b)"],
+            ['s = """', "text at column zero", '"""'],
+            ["return (1,", "  2)"],
+            ["@decorator", "def decorated():", "    pass"],
+        ]
+    )
+    if depth >= 3:
+        return st.lists(simple, min_size=1, max_size=4).map(lambda xs: [ln for x in xs for ln in x])
+    header = st.sampled_from(["def f():", "async def g(a, b=2):", "class C(Base):", "if x:"])
+    compound = st.tuples(header, _python_block(depth + 1), st.sampled_from(["", "    # c", "# c"]))
+    statement = st.one_of(simple, compound.map(_indent_compound))
+    return st.lists(statement, min_size=1, max_size=4).map(lambda xs: [ln for x in xs for ln in x])
+
+
+def _indent_compound(parts: tuple[str, list[str], str]) -> list[str]:
+    head, body, trailer = parts
+    if all(not ln.strip() or ln.lstrip().startswith("#") for ln in body):
+        body = [*body, "pass"]
+    lines = [head, *("    " + ln if ln else ln for ln in body)]
+    return [*lines, trailer] if trailer else lines
+
+
+@settings(max_examples=150, deadline=None)
+@given(_python_block(0))
+def test_python_outline_never_changes_definitions(lines: list[str]) -> None:
+    """Any valid arrangement of blocks: the definitions found are those of a whole parse."""
+    data = "\n".join(lines).encode()
+    outline = python_outlines([data])[0]
+    whole = flat(_definitions(data, "python", None))
+    assert flat(_definitions(data, "python", outline)) == whole
+
+
+def test_python_indentation_errors_are_parsed_whole() -> None:
+    """A dedent the source gets wrong is not hidden by the outline: no outline."""
+    assert python_outlines([b"def g():\n        pass\n    y = 2\n"])[0] is None
+    assert python_outlines([b"def g():\n@dec\n    return 1\n"])[0] is None
+
+
+C_ITEMS = [
+    "int f{n}(int a)\n{{\n\treturn a;\n}}\n",
+    "static void g{n}(void) {{ if (x) {{ y(); }} }}\n",
+    "struct s{n} {{\n\tint a;\n\tstruct t{n} {{ int b; }} t;\n}};\n",
+    "#define M{n}(a) \\\n\t((a) + 1)\n",
+    "#define K{n} 3\n",
+    "/* comment {{ {n} */\n",
+    "// line comment }} {n}\n",
+    "int v{n} = {{ 1, 2 }};\n",
+    "extern int p{n}(char *s);\n",
+    "enum e{n} {{ A{n}, B{n} }};\n",
+    "typedef struct {{ int q; }} td{n};\n",
+    'const char *s{n} = "{{";\n',
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(range(len(C_ITEMS))), max_size=20))
+def test_c_outline_never_changes_definitions(items: list[int]) -> None:
+    """Well-formed C items in any order: the definitions found are those of a whole parse."""
+    data = "".join(C_ITEMS[k].format(n=i) for i, k in enumerate(items)).encode()
+    same_as_whole(data, "c")
+
+
+def test_rows_of_outline_cover_file_rows() -> None:
+    """Every outline row maps into the file (no row past the last)."""
+    for data in (C_SOURCE, PY_SOURCE):
+        n_rows = len(line_starts(data))
+        for outline in (c_outlines([data])[0], python_outlines([data])[0]):
+            if outline is not None:
+                assert int(outline.rows.max()) < n_rows
