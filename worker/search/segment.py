@@ -31,8 +31,10 @@ import pyarrow as pa
 
 from worker.search.analysis import SegmentTables
 
-FORMAT_VERSION: Final = 1
-"""Bump on any change a reader of the old format would misread; readers rebuild on mismatch."""
+FORMAT_VERSION: Final = 2
+"""Bump on any change a reader of the old format would misread, or that changes what the
+analysis of a blob yields (2: definitions end on their own last line, postings grouped by
+term id); readers rebuild on mismatch, so old and new segments never mix."""
 COMPONENTS: Final = ("blobs", "chunks", "terms", "postings")
 
 
