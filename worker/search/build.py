@@ -31,12 +31,15 @@ from worker.search.commit_view import (
     read_manifest,
     write_commit,
 )
+from worker.search.packs import read_packed
 from worker.search.segment import Segment, UnknownFormat, segment_id, write_segment
 
 log = structlog.get_logger(__name__)
 
 MAX_SEGMENTS: Final = 8
 MIN_BLOBS_PER_WORKER: Final = 2000
+PACK_READ_MIN_BLOBS: Final = 256
+"""Fewer blobs are read through libgit2: opening the pack indexes would cost more."""
 _REPO_ID = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _FILE_MODES: Final = (pygit2.enums.FileMode.BLOB, pygit2.enums.FileMode.BLOB_EXECUTABLE)
 
@@ -117,9 +120,19 @@ def missing_blobs(
 def blob_sources(
     repo: pygit2.Repository, items: Sequence[tuple[str, bytes]], max_blob_bytes: int
 ) -> Iterator[BlobSource]:
-    """The blobs' bytes straight from the object database; an oversized blob's size only."""
+    """The blobs' bytes straight from the object database; an oversized blob's size only.
+
+    Many blobs are read from the pack files directly (see `worker.search.packs`).
+    """
     odb = repo.odb
+    packed: Iterator[tuple[bytes | None, int]] = iter(())
+    if len(items) >= PACK_READ_MIN_BLOBS:
+        packed = read_packed(Path(repo.path) / "objects", [oid for _, oid in items], max_blob_bytes)
     for path, oid in items:
+        data, size = next(packed, (None, -1))
+        if data is not None:
+            yield BlobSource(oid, path, data, size)
+            continue
         key = pygit2.Oid(raw=oid)
         _, size = odb.read_header(key)
         if size > max_blob_bytes:
