@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.search.postings import Postings, field_rows, merged_postings
+from worker.search import postings as postings_module
+from worker.search.postings import Block, Postings, postings
 
 Rows = dict[tuple[int, int], int]
 
@@ -35,7 +37,7 @@ def grouped(postings: Postings, n_terms: int) -> dict[int, list[tuple[int, int, 
     return out
 
 
-def blocks_of(rows: Rows, n_blocks: int) -> tuple[list[tuple[np.ndarray, ...]], int]:
+def blocks_of(rows: Rows, n_blocks: int) -> tuple[list[Block], int]:
     """The rows as blocks in shuffled order, each pair's count split over two rows."""
     items = []
     for (term, chunk), count in rows.items():
@@ -44,10 +46,11 @@ def blocks_of(rows: Rows, n_blocks: int) -> tuple[list[tuple[np.ndarray, ...]], 
         items.append((term, chunk, count - first))
     items = [i for i in items if i[2]]
     np.random.default_rng(len(items)).shuffle(items)
-    blocks = []
+    blocks: list[Block] = []
     for part in np.array_split(np.arange(len(items)), n_blocks):
         picked = [items[i] for i in part.tolist()]
-        blocks.append(tuple(np.asarray([p[k] for p in picked], dtype=np.int64) for k in range(3)))
+        columns = [np.asarray([p[k] for p in picked], dtype=np.int64) for k in range(3)]
+        blocks.append((columns[0], columns[1], columns[2]))
     return blocks, len(items)
 
 
@@ -60,12 +63,8 @@ pairs = st.dictionaries(
 @given(pairs, pairs, st.integers(1, 5))
 def test_postings_match_reference(body: Rows, symbol: Rows, n_blocks: int) -> None:
     """Packed rows: every (term, chunk) once, repeats summed, counts clipped to their types."""
-    fields = []
-    for rows in (body, symbol):
-        blocks, total = blocks_of(rows, n_blocks)
-        fields.append(field_rows(blocks, total, 31, 61))
-    assert fields[0].packed is not None
-    assert grouped(merged_postings(fields[0], fields[1], 31), 31) == reference(body, symbol, 31)
+    fields = [blocks_of(rows, n_blocks) for rows in (body, symbol)]
+    assert grouped(postings(fields, 31, 61), 31) == reference(body, symbol, 31)
 
 
 @settings(max_examples=40, deadline=None)
@@ -74,18 +73,14 @@ def test_wide_rows_give_the_same_postings(body: Rows, symbol: Rows) -> None:
     """Texts past the packed limit switch to wide rows with the same result."""
     far = 1 << 24
     body = {**body, (30, far): 3}
-    fields = []
-    for rows in (body, symbol):
-        blocks, total = blocks_of(rows, 2)
-        fields.append(field_rows(blocks, total, 31, far + 1))
-    assert fields[0].packed is None
-    assert grouped(merged_postings(fields[0], fields[1], 31), 31) == reference(body, symbol, 31)
+    fields = [blocks_of(rows, 2) for rows in (body, symbol)]
+    assert grouped(postings(fields, 31, far + 1), 31) == reference(body, symbol, 31)
 
 
-def test_one_field_packed_other_wide() -> None:
-    """A packed field merges with a wide one."""
-    body = {(1, 2): 5, (3, 4): 1}
-    symbol = {(1, 2): 2, (2, 9): 1}
-    packed = field_rows(blocks_of(body, 1)[0], blocks_of(body, 1)[1], 4, 10)
-    wide = field_rows(blocks_of(symbol, 1)[0], blocks_of(symbol, 1)[1], 4, 1 << 25)
-    assert grouped(merged_postings(packed, wide, 4), 4) == reference(body, symbol, 4)
+def test_blocks_larger_than_the_unpacking_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows summed and joined across the boundaries of the blocks they are unpacked in."""
+    monkeypatch.setattr(postings_module, "_BLOCK", 3)
+    body = {(t, c): t + c + 1 for t in range(5) for c in range(0, 9, 2)}
+    symbol = {(t, c): 2 for t in range(5) for c in range(0, 9, 3)}
+    fields = [blocks_of(rows, 3) for rows in (body, symbol)]
+    assert grouped(postings(fields, 5, 9), 5) == reference(body, symbol, 5)

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.search import vocabulary
+from worker.search.postings import postings
 from worker.search.tokens import analyze_tokens, text_terms
 from worker.search.vocabulary import TermRows, analyse_tokens, sort_binary
 
@@ -82,11 +83,14 @@ def count_with(batches: list[list[bytes]]) -> tuple[Counter[tuple[str, int]], li
         first += len(texts)
     names = [t.decode() for t in rows.analyse(first).to_pylist()]
     lengths = rows.lengths[0].tolist()
-    field = rows.field(0, None, first)
-    assert field.packed is not None
+    blocks, total = rows.expanded(0, None)
     got: Counter[tuple[str, int]] = Counter()
-    for row in field.packed.tolist():
-        got[names[row >> 40], (row >> 16) & 0xFFFFFF] += row & 0xFFFF
+    n = 0
+    for term, text, count in blocks:
+        n += len(term)
+        for t, x, c in zip(term.tolist(), text.tolist(), count.tolist(), strict=True):
+            got[names[t], x] += c
+    assert n == total
     return got, lengths
 
 
@@ -108,14 +112,16 @@ def test_term_counts_per_text(texts: list[str], n_batches: int) -> None:
 
 
 def test_texts_renumbered_and_counts_summed() -> None:
-    """Two raw tokens of one term in a text make one row; texts go through the map."""
+    """Two raw tokens of one term in a text count in one posting; texts go through the map."""
     rows = TermRows(1)
     data = b"rotation rotations\nnothing here\nrotation"
     rows.add(0, data, np.array([0, 19, 32], dtype=np.int64), 0)
     names = [t.decode() for t in rows.analyse(3).to_pylist()]
-    field = rows.field(0, np.array([0, 0, 1], dtype=np.int64), 2)
-    assert field.packed is not None
-    decoded = [(names[r >> 40], (r >> 16) & 0xFFFFFF, r & 0xFFFF) for r in field.packed.tolist()]
-    assert ("rotat", 0, 2) in decoded
-    assert ("rotat", 1, 1) in decoded
+    found = postings(
+        [rows.expanded(0, np.array([0, 0, 1], dtype=np.int64)), (iter([]), 0)], len(names), 2
+    )
+    s = names.index("rotat")
+    start, n = int(found.start[s]), int(found.count[s])
+    assert found.chunk[start : start + n].tolist() == [0, 1]
+    assert found.tf_body[start : start + n].tolist() == [2, 1]
     assert rows.lengths[0].tolist()[2] == 1

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from worker.search.chunking import ChunkBatch, chunk_batch
 from worker.search.languages import language_of
-from worker.search.postings import merged_postings
+from worker.search.postings import postings as term_postings
 from worker.search.vocabulary import TermRows
 
 BINARY_SNIFF_BYTES: Final = 8000
@@ -166,8 +166,10 @@ class SegmentBuilder:
         len_body, len_sym = self._terms.lengths
         keep = (len_body > 0) | (len_sym > 0)
         new_id = np.cumsum(keep) - 1
-        postings = merged_postings(
-            self._terms.field(0, new_id, n), self._terms.field(1, new_id, n), len(terms)
+        postings = term_postings(
+            [self._terms.expanded(0, new_id), self._terms.expanded(1, new_id)],
+            len(terms),
+            int(keep.sum()),
         )
         self.phase_seconds["postings"] += time.perf_counter() - finishing
         n_blobs = len(self._blob_oids)

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from worker.search.postings import merged_postings
+from worker.search.postings import postings as term_postings
 from worker.search.segment import (
     FORMAT_VERSION,
     TermDictionary,
@@ -81,8 +81,8 @@ def build_commit_tables(
         rows.add(field, data, starts, 0)
     terms = rows.analyse(len(paths))
     lengths = rows.lengths
-    postings = merged_postings(
-        rows.field(0, None, len(paths)), rows.field(1, None, len(paths)), len(terms)
+    postings = term_postings(
+        [rows.expanded(0, None), rows.expanded(1, None)], len(terms), len(paths)
     )
     return CommitTables(
         paths=pa.table(

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import Stemmer
 
-from worker.search.postings import FieldRows, field_rows
+from worker.search.postings import Block
 from worker.search.tokens import MAX_TOKEN_CHARS, MIN_TOKEN_CHARS, STOP_WORDS
 
 I64 = npt.NDArray[np.int64]
@@ -370,7 +370,7 @@ class TermRows:
 
     Texts are numbered through the build (a batch says where its texts start). `analyse`
     returns the terms and gives each text's count of term occurrences per field (`lengths`);
-    `field` then gives a field's (term, text) rows.
+    `expanded` then gives a field's (term, text) rows.
     """
 
     def __init__(self, n_fields: int) -> None:
@@ -442,17 +442,22 @@ class TermRows:
             self.lengths.append(lengths)
         return self._token_terms.terms
 
-    def field(self, field: int, text_map: I64 | None, n_texts: int) -> FieldRows:
-        """The field's (term, text) rows; texts renumbered through `text_map` when given.
+    def expanded(self, field: int, text_map: I64 | None) -> tuple[Iterator[Block], int]:
+        """The field's (term, text, count) rows, a batch at a time, and how many there are;
+        texts renumbered through `text_map` when given.
 
-        Consumes the field's token rows.
+        A pair may repeat (two tokens of a text with one term). Each batch's token rows are
+        let go once expanded.
         """
         parts, self._rows[field] = self._rows[field], []
         tt = self._token_terms
         per_token = np.diff(tt.starts)
+        total = sum(rows.n_terms for rows in parts)
 
-        def expanded() -> Iterator[tuple[I64, I64, I64]]:
-            for rows in parts:
+        def blocks() -> Iterator[Block]:
+            parts.reverse()
+            while parts:
+                rows = parts.pop()
                 n = per_token[rows.token]
                 ends = np.cumsum(n)
                 at = np.repeat(tt.starts[rows.token] - (ends - n), n)
@@ -464,8 +469,7 @@ class TermRows:
                     np.repeat(rows.count, n),
                 )
 
-        total = sum(rows.n_terms for rows in parts)
-        return field_rows(expanded(), total, len(tt.terms), n_texts)
+        return blocks(), total
 
 
 def _run_length(data: U8, at: I64, limit: I64, step: int) -> I64:
