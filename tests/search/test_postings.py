@@ -50,7 +50,7 @@ def blocks_of(rows: Rows, n_blocks: int) -> tuple[list[Block], int]:
     for part in np.array_split(np.arange(len(items)), n_blocks):
         picked = [items[i] for i in part.tolist()]
         columns = [np.asarray([p[k] for p in picked], dtype=np.int64) for k in range(3)]
-        blocks.append((columns[0], columns[1], columns[2]))
+        blocks.append((columns[0], columns[1], columns[2], np.ones(len(picked), np.int64)))
     return blocks, len(items)
 
 

@@ -86,9 +86,11 @@ def count_with(batches: list[list[bytes]]) -> tuple[Counter[tuple[str, int]], li
     blocks, total = rows.expanded(0, None)
     got: Counter[tuple[str, int]] = Counter()
     n = 0
-    for term, text, count in blocks:
+    for term, text, count, repeat in blocks:
         n += len(term)
-        for t, x, c in zip(term.tolist(), text.tolist(), count.tolist(), strict=True):
+        text_ids = np.repeat(text, repeat).tolist()
+        counts = np.repeat(count, repeat).tolist()
+        for t, x, c in zip(term.tolist(), text_ids, counts, strict=True):
             got[names[t], x] += c
     assert n == total
     return got, lengths

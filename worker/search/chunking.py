@@ -545,9 +545,12 @@ def chunk_batch(datas: Sequence[bytes], languages: Sequence[str | None]) -> Chun
     """
     lines = _Lines(b"\n".join(datas))
     out = _Collector()
-    n_lines = [data.count(b"\n") + 1 for data in datas]
-    row0s = np.zeros(len(datas), dtype=np.int64)
-    np.cumsum(n_lines[:-1], out=row0s[1:])
+    # Each blob starts a row: the one its offset in the joined text starts.
+    sizes = np.fromiter(map(len, datas), dtype=np.int64, count=len(datas)) + 1
+    offsets = np.zeros(len(datas), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=offsets[1:])
+    row0s = np.searchsorted(lines.start_array, offsets)
+    n_lines: list[int] = np.diff(np.append(row0s, len(lines.start_array))).tolist()
     first_rows: list[int] = row0s.tolist()
     outlines = _outlines(datas, languages)
     regions: dict[tuple[bytes, ...], _Regions] = {}

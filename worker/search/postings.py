@@ -22,8 +22,14 @@ import numpy.typing as npt
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 U64 = npt.NDArray[np.uint64]
-Block = tuple[npt.NDArray[np.integer], npt.NDArray[np.integer], npt.NDArray[np.integer]]
-"""(term, text, count) rows of one field."""
+Block = tuple[
+    npt.NDArray[np.integer],
+    npt.NDArray[np.integer],
+    npt.NDArray[np.integer],
+    npt.NDArray[np.integer],
+]
+"""Rows of one field: (term, text, count, repeat): the i-th (text, count) stands for
+`repeat[i]` rows, with consecutive terms of `term` (`len(term) == repeat.sum()`)."""
 
 _TERM_SHIFT: Final = 40
 _TEXT_SHIFT: Final = 17
@@ -55,15 +61,16 @@ def postings(fields: Sequence[tuple[Iterable[Block], int]], n_terms: int, n_text
     packed = np.empty(sum(total for _, total in fields), dtype=np.uint64)
     at = 0
     for field, (blocks, _) in enumerate(fields):
-        for term, text, count in blocks:
+        for term, text, count, repeat in blocks:
+            # The low bits once per (text, count), then repeated under each term.
+            low = text.astype(np.uint64) << np.uint64(_TEXT_SHIFT)
+            low |= np.minimum(count, _COUNT_LIMIT).astype(np.uint64)
+            if field:
+                low |= np.uint64(1 << _FIELD_SHIFT)
             block = packed[at : at + len(term)]
             block[:] = term
-            block <<= np.uint64(_TERM_SHIFT - _TEXT_SHIFT)
-            block |= text.astype(np.uint64)
-            block <<= np.uint64(_TEXT_SHIFT)
-            block |= np.minimum(count, _COUNT_LIMIT).astype(np.uint64)
-            if field:
-                block |= np.uint64(1 << _FIELD_SHIFT)
+            block <<= np.uint64(_TERM_SHIFT)
+            block |= np.repeat(low, repeat)
             at += len(term)
     packed.sort()
     return _unpacked(_sum_repeats(packed[:at]), n_terms)
@@ -148,8 +155,10 @@ def _wide_postings(fields: list[list[Block]], n_terms: int) -> Postings:
     counts: list[I64] = []
     for field, blocks in enumerate(fields):
         empty = np.zeros(0, dtype=np.int64)
-        term, text, count = (
-            np.concatenate([empty] + [b[i] for b in blocks]).astype(np.int64) for i in range(3)
+        term = np.concatenate([empty] + [b[0] for b in blocks]).astype(np.int64)
+        text, count = (
+            np.concatenate([empty] + [np.repeat(b[i], b[3]) for b in blocks]).astype(np.int64)
+            for i in (1, 2)
         )
         keys.append((term << 33) | (text << 1) | field)
         counts.append(count)

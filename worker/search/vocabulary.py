@@ -443,8 +443,8 @@ class TermRows:
         return self._token_terms.terms
 
     def expanded(self, field: int, text_map: I64 | None) -> tuple[Iterator[Block], int]:
-        """The field's (term, text, count) rows, a batch at a time, and how many there are;
-        texts renumbered through `text_map` when given.
+        """The field's (term, text, count) rows, a batch at a time (see `postings.Block`),
+        and how many there are; texts renumbered through `text_map` when given.
 
         A pair may repeat (two tokens of a text with one term). Each batch's token rows are
         let go once expanded.
@@ -463,11 +463,7 @@ class TermRows:
                 at = np.repeat(tt.starts[rows.token] - (ends - n), n)
                 at += np.arange(rows.n_terms, dtype=np.int64)
                 text = rows.text + np.int64(rows.first_text)
-                yield (
-                    tt.ids[at],
-                    np.repeat(text if text_map is None else text_map[text], n),
-                    np.repeat(rows.count, n),
-                )
+                yield tt.ids[at], text if text_map is None else text_map[text], rows.count, n
 
         return blocks(), total
 
