@@ -113,7 +113,11 @@ def _sum_repeats(packed: U64) -> U64:
 
 def _unpacked(packed: U64, n_terms: int) -> Postings:
     """Postings from sorted, distinct packed rows: a symbol row joins the body row of its
-    (term, text) just before it, or stands alone with a body count of 0."""
+    (term, text) just before it, or stands alone with a body count of 0.
+
+    The chunk column is written over the packed rows already read (a row's chunk takes half
+    the bytes of a packed row and no row moves forward): no buffer of that size is added.
+    """
     pair_shift = np.uint64(_TEXT_SHIFT)
     is_sym = ((packed >> np.uint64(_FIELD_SHIFT)) & np.uint64(1)).astype(bool)
     joins = np.zeros(len(packed), dtype=bool)
@@ -124,26 +128,29 @@ def _unpacked(packed: U64, n_terms: int) -> Postings:
     joins &= is_sym
     out = Postings(n_terms)
     total = len(packed) - int(np.count_nonzero(joins))
-    out.chunk = np.empty(total, dtype=np.int32)
+    chunk = packed.view(np.int32)[:total]
     out.tf_body = np.zeros(total, dtype=np.uint16)
     out.tf_sym = np.zeros(total, dtype=np.uint8)
     counts = np.zeros(n_terms, dtype=np.int64)
     row = 0
     for b0 in range(0, len(packed), _BLOCK):
         block = packed[b0 : b0 + _BLOCK]
-        sym = is_sym[b0 : b0 + _BLOCK]
-        dest = np.cumsum(~joins[b0 : b0 + _BLOCK]) + (row - 1)
-        count = (block & np.uint64(_COUNT_LIMIT)).astype(np.int64)
         own = ~joins[b0 : b0 + _BLOCK]
-        text = (block[own] >> pair_shift) & np.uint64(_TEXT_LIMIT - 1)
-        out.chunk[dest[own]] = text.astype(np.int32)
+        sym = is_sym[b0 : b0 + _BLOCK]
+        dest = np.cumsum(own) + (row - 1)
+        count = (block & np.uint64(_COUNT_LIMIT)).astype(np.int32)
+        kept = block[own]
+        term = (kept >> np.uint64(_TERM_SHIFT)).astype(np.int64)
+        runs = np.flatnonzero(np.append(True, term[1:] != term[:-1]))
+        counts[term[runs]] += np.diff(np.append(runs, len(term)))
+        text = ((kept >> pair_shift) & np.uint64(_TEXT_LIMIT - 1)).astype(np.int32)
+        del kept, block
+        chunk[row : row + len(text)] = text
         body = own & ~sym
         out.tf_body[dest[body]] = count[body]
         out.tf_sym[dest[sym]] = np.minimum(count[sym], _SYM_LIMIT)
-        counts += np.bincount(
-            (block[own] >> np.uint64(_TERM_SHIFT)).astype(np.int64), minlength=n_terms
-        )
-        row = int(dest[-1]) + 1 if len(dest) else row
+        row += len(text)
+    out.chunk = chunk
     out.count = counts
     np.cumsum(counts[:-1], out=out.start[1:])
     return out

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import Stemmer
 
+from worker.search.memory import release_freed_memory
 from worker.search.postings import Block
 from worker.search.tokens import MAX_TOKEN_CHARS, MIN_TOKEN_CHARS, STOP_WORDS
 
@@ -35,7 +36,6 @@ Mask = npt.NDArray[np.bool_]
 
 _WORD_BYTES: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
 _WORD_FLAGS: Final = bytes(1 if c in _WORD_BYTES else 0 for c in range(256))
-_NON_WORD: Final = bytes(c for c in range(256) if c not in _WORD_BYTES)
 _LOWER_BYTES: Final = bytes(c + 32 if 65 <= c <= 90 else c for c in range(256))
 _UPPER, _LOWER, _DIGIT, _US, _NONE = 0, 1, 2, 3, 4
 _CLASS: Final = np.full(256, _US, dtype=np.uint8)
@@ -148,6 +148,7 @@ def analyse_tokens(tokens: pa.Array) -> TokenTerms:
     for b0 in range(0, n, ANALYSE_BLOCK):
         at = offsets[b0 : b0 + ANALYSE_BLOCK + 1]
         blocks.append(_split_tokens(data[at[0] : at[-1]], at - at[0]))
+    release_freed_memory()
     encoded = pa.concat_arrays(
         [pa.array([], pa.binary())] + [b.words for b in blocks]
     ).dictionary_encode()
@@ -193,7 +194,7 @@ class _SplitTokens:
     """The distinct parts, lower-cased (binary)."""
     part_of: I32
     """Which word each part is; parts in token order."""
-    part_token: I64
+    part_token: I32
     wholes: I64
     """The tokens that keep their lower-cased whole as a term too."""
     whole_strings: pa.Array
@@ -242,7 +243,7 @@ def _split_tokens(data: U8, offsets: I64) -> _SplitTokens:
     return _SplitTokens(n, words, part_of, part_token, wholes, whole_strings)
 
 
-def _identifier_parts(data: U8, offsets: I64) -> tuple[U8, I64, pa.DictionaryArray]:
+def _identifier_parts(data: U8, offsets: I64) -> tuple[U8, I32, pa.DictionaryArray]:
     """The tokens' bytes lower-cased, and their identifier parts: the token of each part and
     the parts (lower-cased, in token order) dictionary-encoded."""
     this = _CLASS[data]
@@ -260,7 +261,7 @@ def _identifier_parts(data: U8, offsets: I64) -> tuple[U8, I64, pa.DictionaryArr
     part_at = np.flatnonzero(part_start)
     at_in_kept = np.flatnonzero(part_start[kept])
     part_offsets = np.append(at_in_kept, int(np.count_nonzero(kept)))
-    part_token = np.searchsorted(offsets[:-1], part_at, side="right") - 1
+    part_token = (np.searchsorted(offsets[:-1], part_at, side="right") - 1).astype(np.int32)
     lower = np.frombuffer(data.tobytes().translate(_LOWER_BYTES), dtype=np.uint8)
     parts = binary_array(lower[kept], part_offsets).dictionary_encode()
     return lower, part_token, parts
@@ -427,6 +428,7 @@ class TermRows:
         encoded = strings.dictionary_encode()
         raw_of_slot = encoded.indices.to_numpy()
         del strings
+        release_freed_memory()
         self._token_terms = analyse_tokens(encoded.dictionary)
         per_token = np.diff(self._token_terms.starts).astype(np.int32)
         self.lengths = []
@@ -440,6 +442,7 @@ class TermRows:
                     rows.text, weights=weight, minlength=rows.n_texts
                 ).astype(np.int64)
             self.lengths.append(lengths)
+        release_freed_memory()
         return self._token_terms.terms
 
     def expanded(self, field: int, text_map: I64 | None) -> tuple[Iterator[Block], int]:
@@ -494,7 +497,8 @@ def word_runs(data: bytes) -> tuple[I64, I64, pa.Array]:
     starts, ends = edges[0::2], edges[1::2]
     offsets = np.zeros(len(starts) + 1, dtype=np.int64)
     np.cumsum(ends - starts, out=offsets[1:])
-    return starts, ends, binary_array(data.translate(None, _NON_WORD), offsets)
+    runs = np.compress(word, np.frombuffer(data, dtype=np.uint8))
+    return starts, ends, binary_array(runs, offsets)
 
 
 def count_distinct(values: I64) -> tuple[I64, I64]:
