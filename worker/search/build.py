@@ -13,6 +13,8 @@ the small ones are re-analysed into one so a query touches few segments.
 
 from __future__ import annotations
 
+import multiprocessing.context
+import multiprocessing.forkserver
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -161,8 +163,17 @@ def _analyse_and_write(
     return seg_id
 
 
-def _split(items: list[tuple[str, bytes]], parts: int) -> list[list[tuple[str, bytes]]]:
-    return [items[i::parts] for i in range(parts) if items[i::parts]]
+def _split(
+    items: list[tuple[str, bytes]], sizes: Sequence[int], parts: int
+) -> list[list[tuple[str, bytes]]]:
+    """Items in `parts` of about equal bytes, each in the items' order."""
+    out: list[list[tuple[str, bytes]]] = [[] for _ in range(parts)]
+    totals = [0] * parts
+    for item, size in zip(items, sizes, strict=True):
+        part = totals.index(min(totals))
+        out[part].append(item)
+        totals[part] += size
+    return [part for part in out if part]
 
 
 def _live_segments(
@@ -196,6 +207,8 @@ def build_commit_index(
                 return commit_dir
         except UnknownFormat:
             pass
+    if workers is not None and workers > 1:
+        _fork_server()
     entries = tree_blobs(repo, commit)
     reused = _live_segments(newest_segments(index_dir), entries)
     where, skipped = blob_locations(reused)
@@ -225,6 +238,19 @@ def build_commit_index(
     return out
 
 
+def _fork_server() -> multiprocessing.context.ForkServerContext:
+    """The fork server context the build's workers come from, started now.
+
+    The fork server imports the analysis once; each worker forked from it starts warm
+    (numpy, Arrow, the grammars) instead of importing them again. Started before the tree is
+    walked, it imports while the parent works.
+    """
+    context = get_context("forkserver")
+    context.set_forkserver_preload([__name__])
+    multiprocessing.forkserver.ensure_running()
+    return context
+
+
 def _analyse_missing(
     repo: pygit2.Repository,
     missing: list[tuple[str, bytes]],
@@ -239,14 +265,15 @@ def _analyse_missing(
         seg_id, tables = analyse(repo, missing, max_blob_bytes)
         write_segment(segments_dir, seg_id, tables)
         return [seg_id]
-    context = get_context("forkserver")
-    # The fork server imports the analysis once; each worker forked from it starts warm
-    # (numpy, Arrow, the grammars) instead of importing them again.
-    context.set_forkserver_preload([__name__])
+    context = _fork_server()
+    # Workers get equal bytes (oversized blobs count for nothing: they are not analysed).
+    odb = repo.odb
+    sizes = [odb.read_header(pygit2.Oid(raw=oid))[1] for _, oid in missing]
+    sizes = [size if size <= max_blob_bytes else 0 for size in sizes]
     with ProcessPoolExecutor(n_workers, mp_context=context) as pool:
         futures = [
             pool.submit(_analyse_and_write, repo.path, part, max_blob_bytes, str(segments_dir))
-            for part in _split(missing, n_workers)
+            for part in _split(missing, sizes, n_workers)
         ]
         return [f.result() for f in futures]
 
