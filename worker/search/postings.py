@@ -119,9 +119,11 @@ def _unpacked(packed: U64, n_terms: int) -> Postings:
     the bytes of a packed row and no row moves forward): no buffer of that size is added.
     """
     pair_shift = np.uint64(_TEXT_SHIFT)
-    is_sym = ((packed >> np.uint64(_FIELD_SHIFT)) & np.uint64(1)).astype(bool)
+    is_sym = np.empty(len(packed), dtype=bool)
     joins = np.zeros(len(packed), dtype=bool)
     for b0 in range(0, len(packed), _BLOCK):
+        block = packed[b0 : b0 + _BLOCK]
+        np.not_equal(block & np.uint64(1 << _FIELD_SHIFT), 0, out=is_sym[b0 : b0 + _BLOCK])
         lo = max(b0, 1)
         pair = packed[lo - 1 : b0 + _BLOCK] >> pair_shift
         joins[lo : b0 + _BLOCK] = pair[1:] == pair[:-1]
