@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from worker.search import vocabulary
 from worker.search.postings import postings
 from worker.search.tokens import analyze_tokens, text_terms
-from worker.search.vocabulary import TermRows, analyse_tokens, sort_binary
+from worker.search.vocabulary import TermRows, analyse_tokens
 
 TOKEN_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
 tokens = st.text(alphabet=TOKEN_ALPHABET, min_size=2, max_size=64)
@@ -43,33 +43,6 @@ def test_analysis_in_blocks_equals_one_block(monkeypatch: pytest.MonkeyPatch) ->
     assert blocked.terms.equals(whole.terms)
     assert (blocked.starts == whole.starts).all()
     assert (blocked.ids == whole.ids).all()
-
-
-byte_strings = st.binary(min_size=1, max_size=64).map(lambda b: b.replace(b"\0", b"a"))
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(byte_strings, min_size=0, max_size=60))
-def test_sort_binary_orders_and_finds_repeats(strings: list[bytes]) -> None:
-    """The order sorts the strings by their bytes; repeats are flagged after their first."""
-    order, repeat = sort_binary(pa.array(strings, pa.binary()))
-    ordered = [strings[i] for i in order.tolist()]
-    assert ordered == sorted(strings)
-    assert repeat.tolist() == [i > 0 and ordered[i] == ordered[i - 1] for i in range(len(ordered))]
-
-
-def test_sort_binary_long_shared_prefixes() -> None:
-    """Strings that share long prefixes (many rounds of the radix) still sort exactly."""
-    rng = np.random.default_rng(3)
-    strings = [
-        b"x" * int(rng.integers(0, 60)) + bytes(rng.integers(97, 100, int(rng.integers(0, 4))))
-        for _ in range(2000)
-    ]
-    strings = [s or b"y" for s in strings]
-    order, repeat = sort_binary(pa.array(strings, pa.binary()))
-    ordered = [strings[i] for i in order.tolist()]
-    assert ordered == sorted(strings)
-    assert int((~repeat).sum()) == len(set(strings))
 
 
 def count_with(batches: list[list[bytes]]) -> tuple[Counter[tuple[str, int]], list[int]]:
