@@ -22,8 +22,9 @@ from worker.search.postings import postings as term_postings
 from worker.search.vocabulary import TermRows
 
 BINARY_SNIFF_BYTES: Final = 8000
-BATCH_BYTES: Final = 8 << 20
-"""Bytes of source analysed per batch: big enough to amortise, small enough for RSS."""
+BATCH_BYTES: Final = 4 << 20
+"""Bytes of source analysed per batch: big enough to amortise, small enough that a batch's
+arrays stay in cache (two workers, Linux: 4 MB batches 3% faster than 8 MB, 2 MB slower)."""
 
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]

@@ -88,27 +88,69 @@ class _Pack:
         return start, end
 
 
-def packed_spans(objects_dir: Path, oids: Sequence[bytes]) -> tuple[list[Path], I64, I64, I64]:
-    """Where each object lies in the repository's packs: (packs, pack index, start, end).
+class PackedObjects:
+    """The readable packs of a repository: their indexes loaded and files opened once.
 
-    Pack index -1 for an object in no readable pack.
+    Use as a context manager (closes the files).
     """
-    packs = [p for p in map(_Pack.open, sorted((objects_dir / "pack").glob("*.idx"))) if p]
-    n = len(oids)
-    which = np.full(n, -1, dtype=np.int64)
-    start = np.full(n, -1, dtype=np.int64)
-    end = np.full(n, -1, dtype=np.int64)
-    if not packs or not n:
-        return [p.path for p in packs], which, start, end
-    wanted = np.frombuffer(b"".join(oids), dtype=np.uint8).reshape(n, _OID_BYTES)
-    for i, pack in enumerate(packs):
-        todo = np.flatnonzero(which < 0)
-        if not len(todo):
-            break
-        s, e = pack.find(wanted[todo])
-        hit = s >= 0
-        which[todo[hit]], start[todo[hit]], end[todo[hit]] = i, s[hit], e[hit]
-    return [p.path for p in packs], which, start, end
+
+    def __init__(self, objects_dir: Path) -> None:
+        self._packs = [
+            p for p in map(_Pack.open, sorted((objects_dir / "pack").glob("*.idx"))) if p
+        ]
+        self._fds: list[int] = []
+        try:
+            for pack in self._packs:
+                self._fds.append(os.open(pack.path, os.O_RDONLY))
+        except OSError:
+            self.close()
+            raise
+
+    def __enter__(self) -> PackedObjects:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the pack files."""
+        for fd in self._fds:
+            os.close(fd)
+        self._fds = []
+
+    def spans(self, oids: Sequence[bytes]) -> tuple[I64, I64, I64]:
+        """Where each object lies: (pack index, start, end); pack index -1 if in none."""
+        n = len(oids)
+        which = np.full(n, -1, dtype=np.int64)
+        start = np.full(n, -1, dtype=np.int64)
+        end = np.full(n, -1, dtype=np.int64)
+        if not self._packs or not n:
+            return which, start, end
+        wanted = np.frombuffer(b"".join(oids), dtype=np.uint8).reshape(n, _OID_BYTES)
+        for i, pack in enumerate(self._packs):
+            todo = np.flatnonzero(which < 0)
+            if not len(todo):
+                break
+            s, e = pack.find(wanted[todo])
+            hit = s >= 0
+            which[todo[hit]], start[todo[hit]], end[todo[hit]] = i, s[hit], e[hit]
+        return which, start, end
+
+    def read(self, oids: Sequence[bytes], max_bytes: int) -> Iterator[tuple[bytes | None, int]]:
+        """For each oid in order: (data, size) of a whole packed blob, (b"", size) when it is
+        larger than `max_bytes`, or (None, -1) when libgit2 must read it."""
+        which, start, end = self.spans(oids)
+        fds = self._fds
+        for p, s, e in zip(which.tolist(), start.tolist(), end.tolist(), strict=True):
+            yield (None, -1) if p < 0 else _read_one(fds[p], s, e, max_bytes)
+
+
+def read_packed(
+    objects_dir: Path, oids: Sequence[bytes], max_bytes: int
+) -> Iterator[tuple[bytes | None, int]]:
+    """`PackedObjects.read` with the packs opened for this call."""
+    with PackedObjects(objects_dir) as packs:
+        yield from packs.read(oids, max_bytes)
 
 
 def _header(raw: bytes) -> tuple[int, int, int]:
@@ -121,26 +163,6 @@ def _header(raw: bytes) -> tuple[int, int, int]:
         shift += 7
         i += 1
     return kind, size, i
-
-
-def read_packed(
-    objects_dir: Path, oids: Sequence[bytes], max_bytes: int
-) -> Iterator[tuple[bytes | None, int]]:
-    """For each oid in order: (data, size) of a whole packed blob, (b"", size) when it is
-    larger than `max_bytes`, or (None, -1) when libgit2 must read it."""
-    paths, which, start, end = packed_spans(objects_dir, oids)
-    fds = []
-    try:
-        for path in paths:
-            fds.append(os.open(path, os.O_RDONLY))
-        for p, s, e in zip(which.tolist(), start.tolist(), end.tolist(), strict=True):
-            if p < 0:
-                yield None, -1
-                continue
-            yield _read_one(fds[p], s, e, max_bytes)
-    finally:
-        for fd in fds:
-            os.close(fd)
 
 
 def _read_one(fd: int, start: int, end: int, max_bytes: int) -> tuple[bytes | None, int]:
