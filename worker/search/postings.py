@@ -38,7 +38,7 @@ _TERM_LIMIT: Final = 1 << 24
 _TEXT_LIMIT: Final = 1 << 23
 _COUNT_LIMIT: Final = 0xFFFF
 _SYM_LIMIT: Final = 0xFF
-_BLOCK: Final = 1 << 22
+_BLOCK: Final = 1 << 20
 """Rows unpacked at a time: temporaries stay small (fresh memory is slow)."""
 
 

@@ -66,7 +66,7 @@ def _part_start_table() -> Mask:
 
 
 _PART_START: Final = _part_start_table()
-ANALYSE_BLOCK: Final = 1 << 18
+ANALYSE_BLOCK: Final = 1 << 16
 """Distinct tokens split into parts at a time."""
 _UNDERSCORE: Final = 95
 _STOP: Final = pa.array(sorted(STOP_WORDS), pa.string())
