@@ -26,8 +26,9 @@ class RepoSyncResult(msgspec.Struct, frozen=True, kw_only=True):
     head: str
     previous_head: str | None = None
     received_objects: int = 0
-    indexed: bool = False
     seconds: float = 0.0
+    index_seconds: float = 0.0
+    """Of `seconds`, the time spent indexing the new head (research and code search)."""
 
 
 class SyncResponse(ResponseEnvelope, frozen=True, kw_only=True):

@@ -251,10 +251,9 @@ def _print_sync(results: Sequence[SyncResult]) -> None:
             change = "unchanged "
         else:
             change = f"{r.previous_head[:12]}.."
-        indexed = "indexed" if r.indexed else "not indexed"
         print(
             f"{r.repo}: {change}{r.head[:12]}  objects={r.received_objects}  "
-            f"{indexed}  {r.seconds:.1f}s"
+            f"indexed in {r.index_seconds + r.code_index_seconds:.1f}s  total {r.seconds:.1f}s"
         )
 
 

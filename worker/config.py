@@ -135,6 +135,8 @@ class MirrorConfig(_Section, frozen=True, kw_only=True, forbid_unknown_fields=Tr
 
     sync_interval_seconds: PositiveInt = 3600
     """The period of scheduled syncs; reported to callers as the next sync time."""
+    index_workers: NonNegativeInt = 0
+    """Processes that build a research index; 0 means one per core."""
 
 
 class PolicyConfig(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True):

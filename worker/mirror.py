@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import os
 import shutil
 import tempfile
 import time
@@ -52,9 +53,20 @@ class SyncResult:
     head: str
     previous_head: str | None
     received_objects: int
-    indexed: bool
     seconds: float
     index_seconds: float
+    """Building the research (BM25) index of the head."""
+    code_index_seconds: float
+    """Building the code-search (trigram) index of the head."""
+    index_workers: int
+    """Processes the research index was built with."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _IndexTimings:
+    research_seconds: float
+    code_search_seconds: float
+    workers: int
 
 
 class _Progress(pygit2.RemoteCallbacks):
@@ -139,9 +151,7 @@ class Mirror:
                 repo, received = self._clone(entry, repo_dir)
             default_ref = self._default_ref(entry, repo)
             head = str(repo.references[default_ref].peel(pygit2.Commit).id)
-            index_started = time.monotonic()
-            indexed = self._index(entry, repo, head)
-            index_seconds = time.monotonic() - index_started
+            timings = self._index(entry, repo, head)
             root_license = LicenseResolver(repo).for_root(repo[head].peel(pygit2.Commit).tree)
             self.layout.write_state(
                 MirrorState(
@@ -150,7 +160,7 @@ class Mirror:
                     default_ref=default_ref,
                     head=head,
                     synced_at=dt.datetime.now(dt.UTC).replace(microsecond=0),
-                    indexed_commit=head if indexed else None,
+                    indexed_commit=head,
                     license=root_license.spdx if root_license else None,
                     license_source=root_license.source if root_license else None,
                 )
@@ -160,9 +170,10 @@ class Mirror:
             head=head,
             previous_head=previous.head if previous else None,
             received_objects=received,
-            indexed=indexed,
             seconds=time.monotonic() - started,
-            index_seconds=index_seconds,
+            index_seconds=timings.research_seconds,
+            code_index_seconds=timings.code_search_seconds,
+            index_workers=timings.workers,
         )
         log.info("mirror.synced", **dataclasses.asdict(result))
         return result
@@ -247,22 +258,30 @@ class Mirror:
         repo.set_head(target)
         return target
 
-    def _index(self, entry: RepoEntry, repo: pygit2.Repository, head: str) -> bool:
+    def _index(self, entry: RepoEntry, repo: pygit2.Repository, commit: str) -> _IndexTimings:
+        """Store the research and code-search indexes of `commit` (only changed blobs cost)."""
         from worker.codesearch.store import index_commit
         from worker.search import build_commit_index
 
-        self._report(entry.name, f"indexing {head[:12]}")
+        workers = self.config.mirror.index_workers or os.cpu_count() or 1
+        max_blob_bytes = self.config.server.max_blob_bytes
+        self._report(entry.name, f"indexing {commit[:12]} ({workers} processes)")
+        started = time.monotonic()
         build_commit_index(
             self.layout.root,
             entry.name,
             repo,
-            head,
-            max_blob_bytes=self.config.server.max_blob_bytes,
+            commit,
+            max_blob_bytes=max_blob_bytes,
+            workers=workers,
         )
-        index_commit(
-            self.layout, entry.name, repo, head, max_blob_bytes=self.config.server.max_blob_bytes
+        research = time.monotonic()
+        index_commit(self.layout, entry.name, repo, commit, max_blob_bytes=max_blob_bytes)
+        return _IndexTimings(
+            research_seconds=research - started,
+            code_search_seconds=time.monotonic() - research,
+            workers=workers,
         )
-        return True
 
     def _report(self, name: str, message: str) -> None:
         if self._progress is not None:
