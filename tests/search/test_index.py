@@ -17,6 +17,7 @@ import pytest
 from tests.search.conftest import RepoFactory
 from worker.errors import Timeout
 from worker.search import CommitIndex, IndexStore, SearchHit, build_commit_index
+from worker.search import build as build_module
 from worker.search.segment import Segment, release_mapped_pages
 
 REPO_ID = "acme/widgets"
@@ -325,3 +326,32 @@ def test_query_without_informative_terms_has_no_hits(
     factory, commit = widgets
     index = open_index(tmp_path / "cache", factory.repo, commit)
     assert take(index.ranked("the * of a")) == []
+
+
+def test_workers_share_the_blobs_and_agree_with_one_process(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workers taking runs of blobs as they go: every blob in exactly one of their
+    segments (a worker that started late may have none), the same hits as one process."""
+    files = {
+        f"pkg/mod_{i:03d}.py": f"def handler_{i}(req):\n    return route_{i % 7}(req)\n".encode()
+        for i in range(120)
+    }
+    factory = make_repo("many")
+    commit = factory.commit(files)
+    monkeypatch.setattr(build_module, "MIN_BLOBS_PER_WORKER", 10)
+    monkeypatch.setattr(build_module, "STEAL_BYTES", 200)
+    shared = tmp_path / "shared"
+    build_commit_index(shared, REPO_ID, factory.repo, commit, workers=2)
+    alone = tmp_path / "alone"
+    build_commit_index(alone, REPO_ID, factory.repo, commit)
+    segments = list(_segment_oids(shared, commit).values())
+    assert 1 <= len(segments) <= 2
+    assert sum(map(len, segments)) == len(set().union(*segments))
+    assert set().union(*segments) == set().union(*_segment_oids(alone, commit).values())
+    for query in ("handler_17 req", "route_3"):
+        got = take(open_index(shared, factory.repo, commit).ranked(query))
+        want = take(open_index(alone, factory.repo, commit).ranked(query))
+        assert [(h.path, h.start_line, h.end_line) for h in got] == [
+            (h.path, h.start_line, h.end_line) for h in want
+        ]

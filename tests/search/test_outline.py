@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from worker.search.c_lexer import C_LEXEMES, c_lexemes
 from worker.search.chunking import _Definition, _definitions, chunk_blob, line_starts
 from worker.search.outline import c_outlines, python_outlines
 
@@ -264,3 +266,51 @@ def test_rows_of_outline_cover_file_rows() -> None:
         for outline in (c_outlines([data])[0], python_outlines([data])[0]):
             if outline is not None:
                 assert int(outline.rows.max()) < n_rows
+
+
+def reference_lexemes(data: bytes) -> list[tuple[int, int]]:
+    return [m.span() for m in C_LEXEMES.finditer(data)]
+
+
+def array_lexemes(files: list[bytes]) -> list[list[tuple[int, int]]]:
+    """Lexemes of files lexed together, as spans within each file."""
+    data = b"\n".join(files)
+    sizes = np.array([len(f) for f in files], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes + 1)[:-1]]).astype(np.int64)
+    ends = starts + sizes
+    a = np.frombuffer(data, dtype=np.uint8)
+    ls, le = c_lexemes(a, starts, ends, np.flatnonzero(a == 10))
+    out: list[list[tuple[int, int]]] = [[] for _ in files]
+    for s, e in zip(ls.tolist(), le.tolist(), strict=True):
+        i = int(np.searchsorted(starts, s, side="right")) - 1
+        out[i].append((s - int(starts[i]), e - int(starts[i])))
+    return out
+
+
+C_LEXEME_CASES = [
+    C_SOURCE,
+    b'#define A "unterminated\nint x = 1; /* never closed\n',
+    b"#define F(x) /* spans\n lines */ x \\\n  + 1\nint y; // c \\\n  'q'\n",
+    b"char *s = \"a\\\"b\\\\\"; char c = '\\''; int z = 1 / 2 / * 3;",
+    b'#include "a/*b" /* c */\n#x \\/* not */ y\n/*/ still open */ "x"',
+    b"a = b ## c; # at end",
+    b"'\n' \"\n\" /*",
+]
+
+lexeme_bytes = st.lists(
+    st.sampled_from([b"/", b"*", b'"', b"'", b"#", b"\\", b"\n", b"a", b" ", b"{", b"}", b";"]),
+    max_size=60,
+).map(b"".join)
+
+
+def test_c_lexemes_known_cases() -> None:
+    """Comments, literals, escapes, directives with comments: the same spans as the regex."""
+    got = array_lexemes(C_LEXEME_CASES)
+    assert got == [reference_lexemes(f) for f in C_LEXEME_CASES]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(lexeme_bytes, min_size=1, max_size=4))
+def test_c_lexemes_equal_the_regex(files: list[bytes]) -> None:
+    """Any mix of the bytes that matter, several files at once: the regex's spans."""
+    assert array_lexemes(files) == [reference_lexemes(f) for f in files]

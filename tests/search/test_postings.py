@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.search.postings import PostingRows, Postings
+from worker.search import postings as postings_module
+from worker.search.postings import Block, Postings, postings
 
 Rows = dict[tuple[int, int], int]
 
@@ -35,42 +37,50 @@ def grouped(postings: Postings, n_terms: int) -> dict[int, list[tuple[int, int, 
     return out
 
 
-def add_batches(rows: PostingRows, body: Rows, symbol: Rows, n_batches: int) -> None:
-    """Add rows a batch of chunks at a time, as a build does."""
-    chunks = sorted({c for _, c in body} | {c for _, c in symbol})
-    for part in np.array_split(np.asarray(chunks, dtype=np.int64), n_batches):
-        mine = set(part.tolist())
-        for field, rows_of in enumerate((body, symbol)):
-            picked = sorted((t, c) for t, c in rows_of if c in mine)
-            if not picked:
-                continue
-            term = np.asarray([t for t, _ in picked], dtype=np.int64)
-            chunk = np.asarray([c for _, c in picked], dtype=np.int64)
-            count = np.asarray([rows_of[p] for p in picked], dtype=np.int64)
-            rows.add(term, chunk, field, count)
+def blocks_of(rows: Rows, n_blocks: int) -> tuple[list[Block], int]:
+    """The rows as blocks in shuffled order, each pair's count split over two rows."""
+    items = []
+    for (term, chunk), count in rows.items():
+        first = count // 2
+        items.append((term, chunk, first))
+        items.append((term, chunk, count - first))
+    items = [i for i in items if i[2]]
+    np.random.default_rng(len(items)).shuffle(items)
+    blocks: list[Block] = []
+    for part in np.array_split(np.arange(len(items)), n_blocks):
+        picked = [items[i] for i in part.tolist()]
+        columns = [np.asarray([p[k] for p in picked], dtype=np.int64) for k in range(3)]
+        blocks.append((columns[0], columns[1], columns[2], np.ones(len(picked), np.int64)))
+    return blocks, len(items)
 
 
 pairs = st.dictionaries(
-    st.tuples(st.integers(0, 30), st.integers(0, 60)), st.integers(1, 70000), max_size=80
+    st.tuples(st.integers(0, 30), st.integers(0, 60)), st.integers(1, 140000), max_size=80
 )
 
 
 @settings(max_examples=150, deadline=None)
 @given(pairs, pairs, st.integers(1, 5))
-def test_postings_match_reference(body: Rows, symbol: Rows, n_batches: int) -> None:
-    """Packed rows: every (term, chunk) once, counts clipped to their column types."""
-    rows = PostingRows()
-    add_batches(rows, body, symbol, n_batches)
-    assert grouped(rows.finish(31), 31) == reference(body, symbol, 31)
+def test_postings_match_reference(body: Rows, symbol: Rows, n_blocks: int) -> None:
+    """Packed rows: every (term, chunk) once, repeats summed, counts clipped to their types."""
+    fields = [blocks_of(rows, n_blocks) for rows in (body, symbol)]
+    assert grouped(postings(fields, 31, 61), 31) == reference(body, symbol, 31)
 
 
 @settings(max_examples=40, deadline=None)
 @given(pairs, pairs)
 def test_wide_rows_give_the_same_postings(body: Rows, symbol: Rows) -> None:
-    """A chunk id past the packed limit switches to wide rows with the same result."""
+    """Texts past the packed limit switch to wide rows with the same result."""
     far = 1 << 24
-    rows = PostingRows()
-    add_batches(rows, body, symbol, 2)
-    rows.add(np.asarray([31]), np.asarray([far]), 0, np.asarray([1]))
-    expected = reference({**body, (31, far): 1}, symbol, 32)
-    assert grouped(rows.finish(32), 32) == expected
+    body = {**body, (30, far): 3}
+    fields = [blocks_of(rows, 2) for rows in (body, symbol)]
+    assert grouped(postings(fields, 31, far + 1), 31) == reference(body, symbol, 31)
+
+
+def test_blocks_larger_than_the_unpacking_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows summed and joined across the boundaries of the blocks they are unpacked in."""
+    monkeypatch.setattr(postings_module, "_BLOCK", 3)
+    body = {(t, c): t + c + 1 for t in range(5) for c in range(0, 9, 2)}
+    symbol = {(t, c): 2 for t in range(5) for c in range(0, 9, 3)}
+    fields = [blocks_of(rows, 3) for rows in (body, symbol)]
+    assert grouped(postings(fields, 5, 9), 5) == reference(body, symbol, 5)

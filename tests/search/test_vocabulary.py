@@ -6,83 +6,97 @@ from collections import Counter
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from worker.search import vocabulary
+from worker.search.postings import postings
 from worker.search.tokens import analyze_tokens, text_terms
-from worker.search.vocabulary import KeyIndex, Vocabulary, keys_of, term_counts
+from worker.search.vocabulary import TermRows, analyse_tokens
 
 TOKEN_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
 tokens = st.text(alphabet=TOKEN_ALPHABET, min_size=2, max_size=64)
-
-
-def terms_of(vocabulary: Vocabulary, raw_ids: np.ndarray) -> list[list[str]]:
-    names = vocabulary.terms().to_pylist()
-    out = []
-    for raw in raw_ids.tolist():
-        ids, _ = vocabulary.expand(np.array([raw]), np.array([0]))
-        out.append(sorted(names[i].decode() for i in ids.tolist()))
-    return out
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(tokens, min_size=1, max_size=40, unique=True))
 def test_bulk_analysis_equals_tokenizer(words: list[str]) -> None:
     """Each distinct raw token gets exactly the terms `tokens.analyze_tokens` gives it."""
-    vocabulary = Vocabulary()
-    raw = vocabulary.raw_ids(pa.array([w.encode() for w in words], pa.binary()))
-    expected = [sorted(terms) for terms in analyze_tokens(words)]
-    assert terms_of(vocabulary, raw) == expected
+    analysed = analyse_tokens(pa.array([w.encode() for w in words], pa.binary()))
+    names = [t.decode() for t in analysed.terms.to_pylist()]
+    got = [
+        sorted(names[i] for i in analysed.ids[analysed.starts[k] : analysed.starts[k + 1]])
+        for k in range(len(words))
+    ]
+    assert got == [sorted(terms) for terms in analyze_tokens(words)]
+    assert names == sorted(set(names), key=str.encode)
 
 
-def test_known_tokens_keep_their_ids() -> None:
-    """A token seen in an earlier batch maps to the same raw id; too short or long: none."""
-    vocabulary = Vocabulary()
-    first = vocabulary.raw_ids(pa.array([b"getUserName", b"rotation", b"x"], pa.binary()))
-    again = vocabulary.raw_ids(
-        pa.array([b"rotation", b"a" * 65, b"getUserName", b"fresh"], pa.binary())
-    )
-    assert first[2] == -1
-    assert again[1] == -1
-    assert again[0] == first[1]
-    assert again[2] == first[0]
-    assert again[3] == vocabulary.n_raw - 1
+def test_analysis_in_blocks_equals_one_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tokens split a block at a time get the same terms as all in one block."""
+    words = [f"{w}_{i}x{i % 7}" for i in range(300) for w in ("getUser", "HTTPServer", "rotation")]
+    arr = pa.array([w.encode() for w in words], pa.binary())
+    whole = analyse_tokens(arr)
+    monkeypatch.setattr(vocabulary, "ANALYSE_BLOCK", 64)
+    blocked = analyse_tokens(arr)
+    assert blocked.terms.equals(whole.terms)
+    assert (blocked.starts == whole.starts).all()
+    assert (blocked.ids == whole.ids).all()
+
+
+def count_with(batches: list[list[bytes]]) -> tuple[Counter[tuple[str, int]], list[int]]:
+    """(term, text) counts and each text's term count, texts added a batch at a time."""
+    rows = TermRows(1)
+    first = 0
+    for texts in batches:
+        data = b"\n".join(texts)
+        starts = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]]).astype(np.int64)
+        rows.add(0, data, starts, first)
+        first += len(texts)
+    names = [t.decode() for t in rows.analyse(first).to_pylist()]
+    lengths = rows.lengths[0].tolist()
+    blocks, total = rows.expanded(0, None)
+    got: Counter[tuple[str, int]] = Counter()
+    n = 0
+    for term, text, count, repeat in blocks:
+        n += len(term)
+        text_ids = np.repeat(text, repeat).tolist()
+        counts = np.repeat(count, repeat).tolist()
+        for t, x, c in zip(term.tolist(), text_ids, counts, strict=True):
+            got[names[t], x] += c
+    assert n == total
+    return got, lengths
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.text(min_size=0, max_size=80), min_size=1, max_size=12))
-def test_term_counts_per_text(texts: list[str]) -> None:
+@given(st.lists(st.text(min_size=0, max_size=80), min_size=1, max_size=12), st.integers(1, 3))
+def test_term_counts_per_text(texts: list[str], n_batches: int) -> None:
     """(term, text) counts equal counting `text_terms` of each text on its own."""
     encoded = [t.replace("\n", " ").encode() for t in texts]
-    data = b"\n".join(encoded)
-    starts = np.cumsum([0] + [len(e) + 1 for e in encoded[:-1]]).astype(np.int64)
-    vocabulary = Vocabulary()
-    keys, counts = term_counts(vocabulary, data, starts)
-    names = vocabulary.terms().to_pylist()
-    got: Counter[tuple[str, int]] = Counter()
-    for key, count in zip(keys.tolist(), counts.tolist(), strict=True):
-        got[names[key >> 32].decode(), key & 0xFFFFFFFF] += count
+    batches = [list(b) for b in np.array_split(np.array(encoded, dtype=object), n_batches)]
+    got, lengths = count_with([b for b in batches if b])
     expected: Counter[tuple[str, int]] = Counter()
     for i, text in enumerate(encoded):
         for term in text_terms(text.decode("utf-8", "replace")):
             expected[term, i] += 1
     assert got == expected
+    assert lengths == [
+        sum(c for (_, t), c in expected.items() if t == i) for i in range(len(texts))
+    ]
 
 
-def test_keys_differ_for_different_strings() -> None:
-    """Keys of distinct strings differ (the length is part of the key)."""
-    strings = [b"ab", b"ba", b"abc", b"a" * 64, b"a" * 63, b"get_user", b"getuser"]
-    keys = keys_of(pa.array(strings, pa.binary()))
-    assert len(set(keys.tolist())) == len(strings)
-
-
-def test_key_index_lookup_and_growth() -> None:
-    """Added keys are found with their ids across both runs; unknown keys give -1."""
-    index = KeyIndex()
-    rng = np.random.default_rng(7)
-    keys = np.unique(rng.integers(1, 2**63, 5000, dtype=np.int64).astype(np.uint64))
-    for part in np.array_split(np.arange(len(keys)), 7):
-        index.add(keys[part], part.astype(np.int64))
-    assert (index.lookup(keys) == np.arange(len(keys))).all()
-    assert (index.lookup(keys[:10] + np.uint64(1)) >= -1).all()
-    assert index.lookup(np.array([0], dtype=np.uint64))[0] == -1
+def test_texts_renumbered_and_counts_summed() -> None:
+    """Two raw tokens of one term in a text count in one posting; texts go through the map."""
+    rows = TermRows(1)
+    data = b"rotation rotations\nnothing here\nrotation"
+    rows.add(0, data, np.array([0, 19, 32], dtype=np.int64), 0)
+    names = [t.decode() for t in rows.analyse(3).to_pylist()]
+    found = postings(
+        [rows.expanded(0, np.array([0, 0, 1], dtype=np.int64)), (iter([]), 0)], len(names), 2
+    )
+    s = names.index("rotat")
+    start, n = int(found.start[s]), int(found.count[s])
+    assert found.chunk[start : start + n].tolist() == [0, 1]
+    assert found.tf_body[start : start + n].tolist() == [2, 1]
+    assert rows.lengths[0].tolist()[2] == 1

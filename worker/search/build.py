@@ -13,11 +13,16 @@ the small ones are re-analysed into one so a query touches few segments.
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import multiprocessing.context
+import multiprocessing.forkserver
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
+from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 from typing import Final, cast
 
@@ -31,12 +36,19 @@ from worker.search.commit_view import (
     read_manifest,
     write_commit,
 )
+from worker.search.packs import PackedObjects, read_packed
 from worker.search.segment import Segment, UnknownFormat, segment_id, write_segment
 
 log = structlog.get_logger(__name__)
+_shared: dict[str, Synchronized[int]] = {}
+"""In a build worker: the shared index of the next blob no worker has taken."""
 
 MAX_SEGMENTS: Final = 8
 MIN_BLOBS_PER_WORKER: Final = 2000
+STEAL_BYTES: Final = 4 << 20
+"""Bytes of blobs a build worker takes from the shared list at a time."""
+PACK_READ_MIN_BLOBS: Final = 256
+"""Fewer blobs are read through libgit2: opening the pack indexes would cost more."""
 _REPO_ID = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _FILE_MODES: Final = (pygit2.enums.FileMode.BLOB, pygit2.enums.FileMode.BLOB_EXECUTABLE)
 
@@ -115,11 +127,28 @@ def missing_blobs(
 
 
 def blob_sources(
-    repo: pygit2.Repository, items: Sequence[tuple[str, bytes]], max_blob_bytes: int
+    repo: pygit2.Repository,
+    items: Sequence[tuple[str, bytes]],
+    max_blob_bytes: int,
+    packs: PackedObjects | None = None,
 ) -> Iterator[BlobSource]:
-    """The blobs' bytes straight from the object database; an oversized blob's size only."""
+    """The blobs' bytes straight from the object database; an oversized blob's size only.
+
+    Many blobs (or any, given the `packs` open) are read from the pack files directly (see
+    `worker.search.packs`).
+    """
     odb = repo.odb
+    packed: Iterator[tuple[bytes | None, int]] = iter(())
+    oids = [oid for _, oid in items]
+    if packs is not None:
+        packed = packs.read(oids, max_blob_bytes)
+    elif len(items) >= PACK_READ_MIN_BLOBS:
+        packed = read_packed(Path(repo.path) / "objects", oids, max_blob_bytes)
     for path, oid in items:
+        data, size = next(packed, (None, -1))
+        if data is not None:
+            yield BlobSource(oid, path, data, size)
+            continue
         key = pygit2.Oid(raw=oid)
         _, size = odb.read_header(key)
         if size > max_blob_bytes:
@@ -140,16 +169,62 @@ def analyse(
     return segment_id([oid for _, oid in items]), builder.tables()
 
 
-def _analyse_and_write(
-    repo_path: str, items: list[tuple[str, bytes]], max_blob_bytes: int, segments_dir: str
-) -> str:
-    seg_id, tables = analyse(pygit2.Repository(repo_path), items, max_blob_bytes)
-    write_segment(Path(segments_dir), seg_id, tables)
+def _share_next_item(counter: Synchronized[int]) -> None:
+    """Pool initializer: the index of the next blob no worker has taken."""
+    _shared["next"] = counter
+
+
+def _take(ends: Sequence[int], size: int) -> tuple[int, int]:
+    """The next run of blobs (about `size` bytes) for this worker: [start, stop)."""
+    next_item = _shared["next"]
+    with next_item.get_lock():
+        start = next_item.value
+        if start >= len(ends):
+            return start, start
+        stop = bisect.bisect_right(ends, (ends[start - 1] if start else 0) + size, start)
+        stop = max(stop, start + 1)
+        next_item.value = stop
+    return start, stop
+
+
+def _analyse_shared(
+    repo_path: str,
+    items: list[tuple[str, bytes]],
+    ends: list[int],
+    max_blob_bytes: int,
+    *,
+    segments_dir: str,
+    take_bytes: int,
+) -> str | None:
+    """Worker: analyse runs of blobs taken from the shared list until none is left; write
+    what it took as one segment (None if it took nothing)."""
+    started = time.perf_counter()
+    repo = pygit2.Repository(repo_path)
+    taken: list[tuple[str, bytes]] = []
+    builder = SegmentBuilder(max_blob_bytes)
+    with PackedObjects(Path(repo.path) / "objects") as packs:
+
+        def sources() -> Iterator[BlobSource]:
+            while True:
+                start, stop = _take(ends, take_bytes)
+                if start >= stop:
+                    return
+                taken.extend(items[start:stop])
+                yield from blob_sources(repo, items[start:stop], max_blob_bytes, packs)
+
+        builder.add(sources())
+    if not taken:
+        return None
+    seg_id = segment_id([oid for _, oid in taken])
+    write_segment(Path(segments_dir), seg_id, builder.tables())
+    log.info(
+        "search.index.worker",
+        blobs=len(taken),
+        mb_analysed=round(builder.bytes_analysed / 1e6, 1),
+        seconds=round(time.perf_counter() - started, 2),
+        phases={k: round(v, 2) for k, v in builder.phase_seconds.items()},
+    )
     return seg_id
-
-
-def _split(items: list[tuple[str, bytes]], parts: int) -> list[list[tuple[str, bytes]]]:
-    return [items[i::parts] for i in range(parts) if items[i::parts]]
 
 
 def _live_segments(
@@ -183,6 +258,8 @@ def build_commit_index(
                 return commit_dir
         except UnknownFormat:
             pass
+    if workers is not None and workers > 1:
+        _fork_server()
     entries = tree_blobs(repo, commit)
     reused = _live_segments(newest_segments(index_dir), entries)
     where, skipped = blob_locations(reused)
@@ -212,6 +289,19 @@ def build_commit_index(
     return out
 
 
+def _fork_server() -> multiprocessing.context.ForkServerContext:
+    """The fork server context the build's workers come from, started now.
+
+    The fork server imports the analysis once; each worker forked from it starts warm
+    (numpy, Arrow, the grammars) instead of importing them again. Started before the tree is
+    walked, it imports while the parent works.
+    """
+    context = get_context("forkserver")
+    context.set_forkserver_preload([__name__])
+    multiprocessing.forkserver.ensure_running()
+    return context
+
+
 def _analyse_missing(
     repo: pygit2.Repository,
     missing: list[tuple[str, bytes]],
@@ -226,16 +316,29 @@ def _analyse_missing(
         seg_id, tables = analyse(repo, missing, max_blob_bytes)
         write_segment(segments_dir, seg_id, tables)
         return [seg_id]
-    context = get_context("forkserver")
-    # The fork server imports the analysis once; each worker forked from it starts warm
-    # (numpy, Arrow, the grammars) instead of importing them again.
-    context.set_forkserver_preload([__name__])
-    with ProcessPoolExecutor(n_workers, mp_context=context) as pool:
+    context = _fork_server()
+    # Workers take runs of about equal bytes (an oversized blob counts for nothing: it is not
+    # analysed) as they go, so they finish together whatever each run costs.
+    odb = repo.odb
+    sizes = (odb.read_header(pygit2.Oid(raw=oid))[1] for _, oid in missing)
+    ends = list(itertools.accumulate(size if size <= max_blob_bytes else 0 for size in sizes))
+    counter = context.Value("q", 0)
+    with ProcessPoolExecutor(
+        n_workers, mp_context=context, initializer=_share_next_item, initargs=(counter,)
+    ) as pool:
         futures = [
-            pool.submit(_analyse_and_write, repo.path, part, max_blob_bytes, str(segments_dir))
-            for part in _split(missing, n_workers)
+            pool.submit(
+                _analyse_shared,
+                repo.path,
+                missing,
+                ends,
+                max_blob_bytes,
+                segments_dir=str(segments_dir),
+                take_bytes=STEAL_BYTES,
+            )
+            for _ in range(n_workers)
         ]
-        return [f.result() for f in futures]
+        return [seg for f in futures if (seg := f.result()) is not None]
 
 
 def build_in_memory(

@@ -271,8 +271,8 @@ def _definitions(data: bytes, language: str, outline: Outline | None) -> list[_D
     """Top-level definitions with nested children, qualified names filled in.
 
     The parser reads the outline when there is one; rows map back through its row map. A
-    node ending with a newline (at column 0) ends on the row before. Rows come from the
-    nodes' byte offsets, counted against the text's newlines in one array operation.
+    node ending with a newline (at column 0) ends on the row before. Rows are the parser's
+    own points (it counts b"\\n" as this module does), not recounted from byte offsets.
     """
     text = data if outline is None else outline.text
     parser = _parser(language)
@@ -281,7 +281,7 @@ def _definitions(data: bytes, language: str, outline: Outline | None) -> list[_D
         outline, text = None, data
         tree = parser.parse(text)
     matches = tree_sitter.QueryCursor(grammar(language).query).matches(tree.root_node)
-    found: dict[tuple[int, int], tuple[str, str]] = {}
+    found: dict[tuple[int, int], tuple[str, str, int, int]] = {}
     for _, captures in matches:
         node = captures["def"][0]
         key = (node.start_byte, node.end_byte)
@@ -292,16 +292,16 @@ def _definitions(data: bytes, language: str, outline: Outline | None) -> list[_D
         receiver = captures.get("receiver")
         if receiver:
             symbol = _decode(text[receiver[0].start_byte : receiver[0].end_byte]) + "." + symbol
-        found[key] = (symbol, node.type)
+        first, (last, column) = node.start_point[0], node.end_point
+        # Ends right after a newline: the node's last row is the one before.
+        if column == 0 and last > first:
+            last -= 1
+        found[key] = (symbol, node.type, first, last)
     if not found:
         return []
     spans = sorted(found, key=lambda k: (k[0], -k[1]))
-    at = np.asarray(spans, dtype=np.int64)
-    newlines = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == 10)
-    start_row = np.searchsorted(newlines, at[:, 0])
-    end_row = np.searchsorted(newlines, at[:, 1])
-    # Ends right after a newline: the node's last row is the one before.
-    end_row -= (np.searchsorted(newlines, at[:, 1] - 1) < end_row) & (end_row > start_row)
+    rows = np.asarray([found[k][2:] for k in spans], dtype=np.int64).reshape(-1, 2)
+    start_row, end_row = rows[:, 0], rows[:, 1]
     if outline is not None:
         start_row, end_row = outline.rows[start_row], outline.rows[end_row]
     roots: list[_Definition] = []
@@ -309,7 +309,7 @@ def _definitions(data: bytes, language: str, outline: Outline | None) -> list[_D
     for (start_byte, end_byte), first, last in zip(
         spans, start_row.tolist(), end_row.tolist(), strict=True
     ):
-        symbol, kind = found[start_byte, end_byte]
+        symbol, kind = found[start_byte, end_byte][:2]
         while stack and stack[-1][0].end_byte <= start_byte:
             stack.pop()
         if not stack:
@@ -545,9 +545,12 @@ def chunk_batch(datas: Sequence[bytes], languages: Sequence[str | None]) -> Chun
     """
     lines = _Lines(b"\n".join(datas))
     out = _Collector()
-    n_lines = [data.count(b"\n") + 1 for data in datas]
-    row0s = np.zeros(len(datas), dtype=np.int64)
-    np.cumsum(n_lines[:-1], out=row0s[1:])
+    # Each blob starts a row: the one its offset in the joined text starts.
+    sizes = np.fromiter(map(len, datas), dtype=np.int64, count=len(datas)) + 1
+    offsets = np.zeros(len(datas), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=offsets[1:])
+    row0s = np.searchsorted(lines.start_array, offsets)
+    n_lines: list[int] = np.diff(np.append(row0s, len(lines.start_array))).tolist()
     first_rows: list[int] = row0s.tolist()
     outlines = _outlines(datas, languages)
     regions: dict[tuple[bytes, ...], _Regions] = {}

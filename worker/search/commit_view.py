@@ -24,9 +24,8 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from worker.search.postings import PostingRows
+from worker.search.postings import postings as term_postings
 from worker.search.segment import (
     FORMAT_VERSION,
     TermDictionary,
@@ -36,7 +35,7 @@ from worker.search.segment import (
     read_table,
     write_table,
 )
-from worker.search.vocabulary import Vocabulary, term_counts
+from worker.search.vocabulary import TermRows
 
 COMPONENTS: Final = ("paths", "path_terms", "path_postings")
 
@@ -76,22 +75,15 @@ def build_commit_tables(
         oids.append(oid)
         seg.append(where[0])
         blob.append(where[1])
-    vocabulary = Vocabulary()
-    rows = PostingRows()
-    lengths = []
+    rows = TermRows(2)
     for field, texts in enumerate((paths, [_name_stem(p.rpartition("/")[2]) for p in paths])):
         data, starts = _joined(texts)
-        keys, counts = term_counts(vocabulary, data, starts)
-        rows.add(keys >> 32, keys & 0xFFFFFFFF, field, counts)
-        lengths.append(np.bincount(keys & 0xFFFFFFFF, weights=counts, minlength=len(paths)))
-    n_terms = max(vocabulary.n_terms, 1)
-    present = np.zeros(n_terms, dtype=bool)
-    rows.mark_terms(present)
-    used = np.flatnonzero(present)
-    used_terms = vocabulary.terms().take(pa.array(used))
-    order = pc.sort_indices(used_terms).to_numpy()
-    postings = rows.finish(n_terms)
-    by_term = used[order]
+        rows.add(field, data, starts, 0)
+    terms = rows.analyse(len(paths))
+    lengths = rows.lengths
+    postings = term_postings(
+        [rows.expanded(0, None), rows.expanded(1, None)], len(terms), len(paths)
+    )
     return CommitTables(
         paths=pa.table(
             {
@@ -105,9 +97,9 @@ def build_commit_tables(
         ),
         path_terms=pa.table(
             {
-                "term": used_terms.take(pa.array(order)).cast(pa.string()),
-                "start": postings.start[by_term],
-                "count": postings.count[by_term].astype(np.int32),
+                "term": terms.cast(pa.string()),
+                "start": postings.start,
+                "count": postings.count.astype(np.int32),
             }
         ),
         path_postings=pa.table(

@@ -26,19 +26,14 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from worker.search.c_lexer import c_lexemes
+
 U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 Spans = tuple[I64, I64]
 
 # Unrolled loops and no capture groups: several times faster in `re` than the plain forms.
-_C_LEXEMES: Final = re.compile(
-    rb"//[^\n]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/"  # comments
-    rb"|\"[^\"\\\n]*(?:\\.[^\"\\\n]*)*\"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"  # strings, chars
-    # directives, with continuation lines and comments (a comment may run past the line end)
-    rb"|#[^\n\\/]*(?:(?:\\.|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|/(?!\*))[^\n\\/]*)*",
-    re.S,
-)
 _C_MACRO_HEAD: Final = re.compile(rb"#[ \t]*define[ \t]+\w+\([^)\n\\]*(?:\\.[^)\n\\]*)*\)", re.S)
 _PY_LEXEMES: Final = re.compile(
     rb"#[^\n]*"
@@ -58,18 +53,17 @@ def _table(chars: bytes) -> Mask:
 
 _OPEN, _CLOSE, _SEMI, _NEWLINE, _SPACE, _HASH, _COLON = 123, 125, 59, 10, 32, 35, 58
 _OPEN_PAREN, _CLOSE_PAREN = 40, 41
-_C_STRUCTURE: Final = _table(b"{};")
 _BLANK: Final = _table(b" \t\r\n\f\v")
 _C_ELIDE_AFTER: Final = _table(b")=")
 """A brace after these opens a function body or an initialiser: nothing inside is a definition."""
 _PY_OPEN: Final = _table(b"([{")
 _PY_CLOSE: Final = _table(b")]}")
-_PY_STRUCTURE: Final = _table(b"()[]{}\n")
 _PY_ELIDE_OPEN: Final = _table(b"({")
 """Bracket groups whose inside can go: `f( )`, `{ }` parse, an empty subscript `x[ ]` does not."""
 _ONLY_SPACE: Final = _table(b" ")
 _MACRO_FILLER: Final = _table(b" \t\r\n\\")
 _EMPTY: Final = np.zeros(0, dtype=np.int64)
+_CUT: Final = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,9 +106,13 @@ class _Batch:
         ).reshape(-1, 2)
         return spans[:, 0].copy(), spans[:, 1].copy()
 
-    def structure(self, table: Mask, ls: I64, le: I64) -> I64:
-        """Positions of the bytes `table` selects, outside lexemes."""
-        pos: I64 = np.flatnonzero(table[self.a])
+    def structure(self, chars: bytes, ls: I64, le: I64) -> I64:
+        """Positions of the bytes in `chars`, outside lexemes."""
+        a = self.a
+        marked = a == chars[0]
+        for c in chars[1:]:
+            marked |= a == c
+        pos: I64 = np.flatnonzero(marked)
         return pos[~_inside(pos, ls, le)] if len(ls) else pos
 
     def balanced(self, pos: I64, step: I64) -> tuple[I64, I64]:
@@ -208,17 +206,18 @@ def _parameter_lists(batch: _Batch, closes: I64, floor: I64, ls: I64, le: I64) -
     valid attribute.
     """
     a = batch.a
-    rfind, find = batch.data.rfind, batch.data.find
-    opened_list = []
-    nested_list = []
-    for i, (f, c) in enumerate(zip(floor.tolist(), closes.tolist(), strict=True)):
-        o = rfind(b"(", f, c)
-        if o >= 0 and find(b")", o, c) >= 0:
-            nested_list.append(i)
-            o = -1
-        opened_list.append(o)
-    opened = np.asarray(opened_list, dtype=np.int64)
-    nested = np.asarray(nested_list, dtype=np.int64)
+    opens = np.flatnonzero(a == _OPEN_PAREN)
+    shuts = np.flatnonzero(a == _CLOSE_PAREN)
+    # The last `(` before each `)` (not before the file), and whether a `)` comes between.
+    k = np.searchsorted(opens, closes) - 1
+    opened = np.where(k >= 0, opens[np.maximum(k, 0)], -1)
+    opened[opened < floor] = -1
+    between = np.searchsorted(shuts, opened, side="right")
+    nested = np.flatnonzero(
+        (opened >= 0) & (shuts[np.minimum(between, max(len(shuts) - 1, 0))] < closes)
+        if len(shuts)
+        else np.zeros(len(closes), dtype=bool)
+    )
     opened[nested] = _walk_back(a, closes[nested], floor[nested], ls, le)
     found = opened >= 0
     starts, ends = opened[found] + 1, closes[found]
@@ -260,17 +259,20 @@ def _segments(
     """
     groups = [*drops, keeps, vetoes]
     kinds = [0] * len(drops) + [1, 2]
-    pos = np.concatenate([np.concatenate([s, e]) for s, e in groups] + list(cuts))
-    kind = np.concatenate(
-        [np.full(2 * len(s), k, dtype=np.int8) for (s, _), k in zip(groups, kinds, strict=True)]
-        + [np.full(len(c), 3, dtype=np.int8) for c in cuts]
+    # Events as (position, kind, +1 / -1 / 0) packed into one sortable integer; the order of
+    # events at one position does not matter but that a cut, if any, comes last.
+    events = np.concatenate(
+        [
+            (np.concatenate([s, e]) << 4)
+            | np.repeat(np.array([4 * k + 2, 4 * k], dtype=np.int64), len(s))
+            for (s, e), k in zip(groups, kinds, strict=True)
+        ]
+        + [(c << 4) | (4 * _CUT + 1) for c in cuts]
     )
-    delta = np.concatenate(
-        [np.repeat(np.array([1, -1], dtype=np.int64), len(s)) for s, _ in groups]
-        + [np.zeros(len(c), dtype=np.int64) for c in cuts]
-    )
-    order = np.argsort(pos, kind="stable")
-    pos, kind, delta = pos[order], kind[order], delta[order]
+    events.sort()
+    pos = events >> 4
+    kind = (events & 15) >> 2
+    delta = (events & 3) - 1
     drop_n = np.cumsum(np.where(kind == 0, delta, 0))
     keep_n = np.cumsum(np.where(kind == 1, delta, 0))
     veto_n = np.cumsum(np.where(kind == 2, delta, 0))
@@ -284,9 +286,7 @@ def _segments(
     boundary = np.ones(len(starts), dtype=bool)
     boundary[1:] = flags[1:] != flags[:-1]
     if cuts:
-        cut = np.zeros(len(starts), dtype=bool)
-        cut[1:] = np.isin(pos, np.concatenate(list(cuts)))
-        boundary |= cut
+        boundary[1:] |= kind == _CUT
     starts, flags = starts[boundary], flags[boundary]
     ends = np.append(starts[1:], n).astype(np.int64)
     nonempty = ends > starts
@@ -323,7 +323,7 @@ def c_outlines(files: Sequence[bytes]) -> list[Outline | None]:
     """The outlines of C or C++ files; None for a file whose braces do not balance."""
     batch = _Batch(files)
     a = batch.a
-    ls, le = batch.lexemes(_C_LEXEMES)
+    ls, le = c_lexemes(a, batch.starts, batch.ends, batch.newlines)
     first = a[ls]
     is_string = (first == 34) | (first == 39)
     # Function-like macros keep their head, the first byte of their body and the
@@ -340,7 +340,7 @@ def c_outlines(files: Sequence[bytes]) -> list[Outline | None]:
         np.concatenate([hs, body[has_body], continued - 1]),
         np.concatenate([he, body[has_body] + 1, continued + 1]),
     )
-    pos = batch.structure(_C_STRUCTURE, ls, le)
+    pos = batch.structure(b"{};", ls, le)
     ch = a[pos]
     is_open = ch == _OPEN
     is_close = ch == _CLOSE
@@ -494,7 +494,7 @@ def python_outlines(files: Sequence[bytes]) -> list[Outline | None]:
     a = batch.a
     n = len(a)
     ls, le = batch.lexemes(_PY_LEXEMES)
-    pos = batch.structure(_PY_STRUCTURE, ls, le)
+    pos = batch.structure(b"()[]{}\n", ls, le)
     ch = a[pos]
     step = _PY_OPEN[ch].astype(np.int64) - _PY_CLOSE[ch]
     depth, fid = batch.balanced(pos, step)

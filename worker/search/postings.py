@@ -1,19 +1,20 @@
-"""Postings of a segment as a build adds them: (term, chunk, count) rows of two fields.
+"""Postings of a segment: (term, chunk, count) rows of two fields, grouped by term.
 
-Rows arrive a batch at a time, each batch's chunks after the previous batch's. At the end
-they are grouped by term id, each group by chunk, and a chunk's body and symbol counts
-share one row. Groups are in term id order, not term order: the terms table, sorted by
-term, points at each group with its start and count.
+The rows of both fields arrive at the end of a build as blocks of (term, text, count) that
+may repeat a pair (two raw tokens of a text with one term). `postings` sorts them all at
+once, sums the repeats and puts a pair's body and symbol counts in one row. Groups are in
+term id order (which is term order, see `worker.search.vocabulary`).
 
-A row packs into one uint64 (term 24 bits, chunk 24, count 16) while ids fit, so the final
-sort is numpy's vectorised integer sort and the fields come out through 32- and 16-bit
-views of the sorted rows; past those limits rows are kept as wide arrays (slower, same
+A row packs into one uint64 (term 24 bits, text 23, field 1, count 16) while ids fit, so
+the sort is numpy's vectorised integer sort and the fields come out through shifts and
+masks, a block at a time; past those limits rows are kept as wide arrays (slower, same
 result).
 """
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -21,13 +22,24 @@ import numpy.typing as npt
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 U64 = npt.NDArray[np.uint64]
-G = TypeVar("G", bound=np.generic)
+Block = tuple[
+    npt.NDArray[np.integer],
+    npt.NDArray[np.integer],
+    npt.NDArray[np.integer],
+    npt.NDArray[np.integer],
+]
+"""Rows of one field: (term, text, count, repeat): the i-th (text, count) stands for
+`repeat[i]` rows, with consecutive terms of `term` (`len(term) == repeat.sum()`)."""
 
 _TERM_SHIFT: Final = 40
-_CHUNK_SHIFT: Final = 16
+_TEXT_SHIFT: Final = 17
+_FIELD_SHIFT: Final = 16
 _TERM_LIMIT: Final = 1 << 24
-_CHUNK_LIMIT: Final = 1 << 24
+_TEXT_LIMIT: Final = 1 << 23
 _COUNT_LIMIT: Final = 0xFFFF
+_SYM_LIMIT: Final = 0xFF
+_BLOCK: Final = 1 << 20
+"""Rows unpacked at a time: temporaries stay small (fresh memory is slow)."""
 
 
 class Postings:
@@ -41,208 +53,147 @@ class Postings:
         self.tf_sym = np.zeros(0, dtype=np.uint8)
 
 
-class _RowBuffer:
-    """Packed rows appended batch by batch into one growing array (no copy at the end)."""
-
-    def __init__(self) -> None:
-        self.array = np.zeros(1 << 16, dtype=np.uint64)
-        self.n = 0
-
-    def extend(self, rows: U64) -> None:
-        need = self.n + len(rows)
-        if need > len(self.array):
-            grown = np.empty(max(need, 2 * len(self.array)), dtype=np.uint64)
-            grown[: self.n] = self.array[: self.n]
-            self.array = grown
-        self.array[self.n : need] = rows
-        self.n = need
-
-    def view(self) -> U64:
-        return self.array[: self.n]
-
-
-class PostingRows:
-    """Accumulates rows of the body field (0) and the symbol field (1)."""
-
-    BLOCK: Final = 1 << 22
-    """Rows unpacked at a time at the end: temporaries stay small (fresh memory is slow)."""
-
-    def __init__(self) -> None:
-        self._packed = (_RowBuffer(), _RowBuffer())
-        self._wide: tuple[list[tuple[I64, I64, I64]], list[tuple[I64, I64, I64]]] | None = None
-
-    def add(self, term: I64, chunk: I64, field: int, count: I64) -> None:
-        """Rows of one field; a (term, chunk) pair at most once per field."""
-        count = np.minimum(count, _COUNT_LIMIT)
-        if self._wide is None:
-            fits = np.little_endian and int(term.max(initial=0)) < _TERM_LIMIT
-            if fits and int(chunk.max(initial=0)) < _CHUNK_LIMIT:
-                packed = term.astype(np.uint64) << np.uint64(_TERM_SHIFT)
-                packed |= chunk.astype(np.uint64) << np.uint64(_CHUNK_SHIFT)
-                packed |= count.astype(np.uint64)
-                self._packed[field].extend(packed)
-                return
-            self._wide = ([], [])
-            for f in (0, 1):
-                if self._packed[f].n:
-                    self._wide[f].append(_unpack(self._packed[f].view()))
-            self._packed = (_RowBuffer(), _RowBuffer())
-        self._wide[field].append((term, chunk, count))
-
-    def mark_terms(self, present: npt.NDArray[np.bool_]) -> None:
-        """Set `present` at every term id that has a row."""
-        for rows in self._packed:
-            packed = rows.view()
-            for b0 in range(0, len(packed), self.BLOCK):
-                high = packed[b0 : b0 + self.BLOCK].view(np.uint32)[1::2]
-                present[high >> np.uint32(_TERM_SHIFT - 32)] = True
-        for wide in self._wide or ():
-            for term, _, _ in wide:
-                present[term] = True
-
-    def finish(self, n_terms: int) -> Postings:
-        """Group the rows by term id, a pair's two counts in one row."""
-        if self._wide is not None:
-            return self._finish_wide(n_terms)
-        body, sym = self._packed[0].view(), self._packed[1].view()
-        body.sort()
-        sym.sort()
-        # A symbol row whose pair has a body row folds into it; the others go in before the
-        # first body row after them.
-        query = sym & ~np.uint64(_COUNT_LIMIT)
-        at = np.searchsorted(body, query)
-        found = np.minimum(at, max(len(body) - 1, 0))
-        hit = (at < len(body)) & (
-            (body[found] >> np.uint64(_CHUNK_SHIFT)) == (query >> np.uint64(_CHUNK_SHIFT))
-            if len(body)
-            else np.zeros(len(sym), dtype=bool)
-        )
-        alone = np.flatnonzero(~hit)
-        before = at[alone]
-        total = len(body) + len(alone)
-        out = Postings(n_terms)
-        out.chunk = np.empty(total, dtype=np.int32)
-        out.tf_body = np.zeros(total, dtype=np.uint16)
-        out.tf_sym = np.zeros(total, dtype=np.uint8)
-        counts = np.zeros(n_terms, dtype=np.int64)
-        for b0 in range(0, len(body), self.BLOCK):
-            block = body[b0 : b0 + self.BLOCK]
-            term, chunk, count = _fields(block)
-            rows = np.arange(b0, b0 + len(block), dtype=np.int64)
-            dest = rows + np.searchsorted(before, rows, side="right")
-            out.chunk[dest] = chunk
-            out.tf_body[dest] = count
-            runs = np.flatnonzero(np.append(True, term[1:] != term[:-1]))
-            counts[term[runs]] += np.diff(np.append(runs, len(term)))
-        sym_term, sym_chunk, sym_count = _fields(sym)
-        folded = found[hit]
-        out.tf_sym[folded + np.searchsorted(before, folded, side="right")] = np.minimum(
-            sym_count[hit], 255
-        )
-        slots = before + np.arange(len(alone), dtype=np.int64)
-        out.chunk[slots] = sym_chunk[alone]
-        out.tf_sym[slots] = np.minimum(sym_count[alone], 255)
-        counts += np.bincount(sym_term[alone].astype(np.int64), minlength=n_terms)
-        out.count = counts
-        np.cumsum(counts[:-1], out=out.start[1:])
-        self._packed = (_RowBuffer(), _RowBuffer())
-        return out
-
-    def _finish_wide(self, n_terms: int) -> Postings:
-        assert self._wide is not None
-        body = _Field.sorted(self._wide[0])
-        sym = _Field.sorted(self._wide[1])
-        self._wide = None
-        at = body.find(sym)
-        hit = at >= 0
-        tf_sym = np.zeros(len(body.chunk), dtype=np.uint8)
-        tf_sym[at[hit]] = np.minimum(sym.count[hit], 255)
-        alone = np.flatnonzero(~hit)
-        slots = sym.insert_at[alone] + np.arange(len(alone), dtype=np.int64)
-        from_body = np.ones(len(body.chunk) + len(alone), dtype=bool)
-        from_body[slots] = False
-        out = Postings(n_terms)
-        out.chunk = _merged(body.chunk, sym.chunk[alone], from_body, slots)
-        out.tf_body = _merged(
-            np.minimum(body.count, 65535).astype(np.uint16),
-            np.zeros(len(alone), np.uint16),
-            from_body,
-            slots,
-        )
-        out.tf_sym = _merged(
-            tf_sym, np.minimum(sym.count[alone], 255).astype(np.uint8), from_body, slots
-        )
-        counts = body.term_counts(n_terms)
-        counts += np.bincount(sym.term[alone], minlength=n_terms)
-        out.count = counts
-        np.cumsum(counts[:-1], out=out.start[1:])
-        return out
+def postings(fields: Sequence[tuple[Iterable[Block], int]], n_terms: int, n_texts: int) -> Postings:
+    """The postings of the body (0) and symbol (1) fields, each given as blocks of rows and
+    their total; the blocks are consumed as they are packed."""
+    if not (np.little_endian and n_terms <= _TERM_LIMIT and n_texts <= _TEXT_LIMIT):
+        return _wide_postings([list(blocks) for blocks, _ in fields], n_terms)
+    packed = np.empty(sum(total for _, total in fields), dtype=np.uint64)
+    at = 0
+    for field, (blocks, _) in enumerate(fields):
+        for term, text, count, repeat in blocks:
+            # The low bits once per (text, count), then repeated under each term.
+            low = text.astype(np.uint64) << np.uint64(_TEXT_SHIFT)
+            low |= np.minimum(count, _COUNT_LIMIT).astype(np.uint64)
+            if field:
+                low |= np.uint64(1 << _FIELD_SHIFT)
+            block = packed[at : at + len(term)]
+            block[:] = term
+            block <<= np.uint64(_TERM_SHIFT)
+            block |= np.repeat(low, repeat)
+            at += len(term)
+    packed.sort()
+    return _unpacked(_sum_repeats(packed[:at]), n_terms)
 
 
-def _fields(packed: U64) -> tuple[npt.NDArray[np.uint32], I32, npt.NDArray[np.uint16]]:
-    """Term, chunk and count of packed rows, through their 32- and 16-bit halves."""
-    halves = packed.view(np.uint32).reshape(-1, 2)
-    chunk = halves[:, 0].copy()
-    high = halves[:, 1].copy()
-    chunk >>= np.uint32(_CHUNK_SHIFT)
-    term = high >> np.uint32(_TERM_SHIFT - 32)
-    high &= np.uint32(0xFF)
-    high <<= np.uint32(32 - _CHUNK_SHIFT)
-    chunk |= high
-    return term, chunk.view(np.int32), packed.view(np.uint16)[0::4].copy()
+def _sum_repeats(packed: U64) -> U64:
+    """Sorted packed rows with each (term, text, field) once, its counts summed (clipped).
+
+    Block by block, compacted in place: no temporaries of the full size.
+    """
+    count_mask = np.uint64(_COUNT_LIMIT)
+    shift = np.uint64(_FIELD_SHIFT)
+    written = 0
+    for b0 in range(0, len(packed), _BLOCK):
+        block = packed[b0 : b0 + _BLOCK]
+        key = block >> shift
+        new = np.ones(len(block), dtype=bool)
+        np.not_equal(key[1:], key[:-1], out=new[1:])
+        if written:
+            new[0] = key[0] != packed[written - 1] >> shift
+        starts = np.flatnonzero(new)
+        lead = int(starts[0]) if len(starts) else len(block)
+        if lead:
+            # The block starts inside the last row written: its counts join that row's.
+            last = packed[written - 1]
+            total = (last & count_mask) + (block[:lead] & count_mask).sum(dtype=np.uint64)
+            packed[written - 1] = (last & ~count_mask) | min(total, count_mask)
+        if len(starts) == len(block):
+            if written != b0:
+                packed[written : written + len(block)] = block
+            written += len(block)
+            continue
+        sums = np.add.reduceat(block & count_mask, starts) if len(starts) else starts
+        out = block[starts] & ~count_mask
+        out |= np.minimum(sums, count_mask).astype(np.uint64)
+        packed[written : written + len(out)] = out
+        written += len(out)
+    return packed[:written]
 
 
-class _Field:
-    """One field's wide rows sorted by (term, chunk)."""
+def _unpacked(packed: U64, n_terms: int) -> Postings:
+    """Postings from sorted, distinct packed rows: a symbol row joins the body row of its
+    (term, text) just before it, or stands alone with a body count of 0.
 
-    def __init__(self, term: I64, chunk: I64, count: I64, keys: I64) -> None:
-        self.term = term
-        self.chunk = chunk.astype(np.int32)
-        self.count = count
-        self.keys = keys
-        self.insert_at = np.zeros(0, dtype=np.int64)
-
-    @classmethod
-    def sorted(cls, wide: list[tuple[I64, I64, I64]]) -> _Field:
-        empty = np.zeros(0, dtype=np.int64)
-        term, chunk, count = (np.concatenate([empty] + [w[i] for w in wide]) for i in range(3))
-        keys = (term << 32) | chunk
-        order = np.argsort(keys)
-        return cls(term[order], chunk[order], count[order], keys[order])
-
-    def find(self, other: _Field) -> I64:
-        """For each row of `other`, the row of this field with its (term, chunk), or -1.
-
-        Sets `other.insert_at`: where a row of `other` would go among this field's rows.
-        """
-        at = np.searchsorted(self.keys, other.keys)
-        found = np.minimum(at, max(len(self.keys) - 1, 0))
-        same = (
-            self.keys[found] == other.keys
-            if len(self.keys)
-            else np.zeros(len(other.keys), dtype=bool)
-        )
-        other.insert_at = at.astype(np.int64)
-        return np.where(same & (at < len(self.keys)), found, -1).astype(np.int64)
-
-    def term_counts(self, n_terms: int) -> I64:
-        """Rows per term id (rows are sorted by term)."""
-        return np.bincount(self.term, minlength=n_terms).astype(np.int64)
-
-
-def _merged(
-    body: npt.NDArray[G], extra: npt.NDArray[Any], from_body: npt.NDArray[np.bool_], slots: I64
-) -> npt.NDArray[G]:
-    """`body` with `extra` placed at `slots` (the positions `from_body` leaves out)."""
-    out = np.empty(len(from_body), dtype=body.dtype)
-    out[from_body] = body
-    out[slots] = extra
+    The chunk column is written over the packed rows already read (a row's chunk takes half
+    the bytes of a packed row and no row moves forward): no buffer of that size is added.
+    """
+    pair_shift = np.uint64(_TEXT_SHIFT)
+    is_sym = np.empty(len(packed), dtype=bool)
+    joins = np.zeros(len(packed), dtype=bool)
+    for b0 in range(0, len(packed), _BLOCK):
+        block = packed[b0 : b0 + _BLOCK]
+        np.not_equal(block & np.uint64(1 << _FIELD_SHIFT), 0, out=is_sym[b0 : b0 + _BLOCK])
+        lo = max(b0, 1)
+        pair = packed[lo - 1 : b0 + _BLOCK] >> pair_shift
+        joins[lo : b0 + _BLOCK] = pair[1:] == pair[:-1]
+    joins &= is_sym
+    out = Postings(n_terms)
+    total = len(packed) - int(np.count_nonzero(joins))
+    chunk = packed.view(np.int32)[:total]
+    out.tf_body = np.zeros(total, dtype=np.uint16)
+    out.tf_sym = np.zeros(total, dtype=np.uint8)
+    counts = np.zeros(n_terms, dtype=np.int64)
+    row = 0
+    for b0 in range(0, len(packed), _BLOCK):
+        block = packed[b0 : b0 + _BLOCK]
+        own = ~joins[b0 : b0 + _BLOCK]
+        sym = is_sym[b0 : b0 + _BLOCK]
+        dest = np.cumsum(own) + (row - 1)
+        count = (block & np.uint64(_COUNT_LIMIT)).astype(np.int32)
+        kept = block[own]
+        term = (kept >> np.uint64(_TERM_SHIFT)).astype(np.int64)
+        runs = np.flatnonzero(np.append(True, term[1:] != term[:-1]))
+        counts[term[runs]] += np.diff(np.append(runs, len(term)))
+        text = ((kept >> pair_shift) & np.uint64(_TEXT_LIMIT - 1)).astype(np.int32)
+        del kept, block
+        chunk[row : row + len(text)] = text
+        body = own & ~sym
+        out.tf_body[dest[body]] = count[body]
+        out.tf_sym[dest[sym]] = np.minimum(count[sym], _SYM_LIMIT)
+        row += len(text)
+    out.chunk = chunk
+    out.count = counts
+    np.cumsum(counts[:-1], out=out.start[1:])
     return out
 
 
-def _unpack(packed: U64) -> tuple[I64, I64, I64]:
-    return (
-        (packed >> np.uint64(_TERM_SHIFT)).astype(np.int64),
-        ((packed >> np.uint64(_CHUNK_SHIFT)) & np.uint64(_CHUNK_LIMIT - 1)).astype(np.int64),
-        (packed & np.uint64(_COUNT_LIMIT)).astype(np.int64),
-    )
+def _wide_postings(fields: list[list[Block]], n_terms: int) -> Postings:
+    """The same postings from wide rows: for ids past the packed limits."""
+    keys: list[I64] = []
+    counts: list[I64] = []
+    for field, blocks in enumerate(fields):
+        empty = np.zeros(0, dtype=np.int64)
+        term = np.concatenate([empty] + [b[0] for b in blocks]).astype(np.int64)
+        text, count = (
+            np.concatenate([empty] + [np.repeat(b[i], b[3]) for b in blocks]).astype(np.int64)
+            for i in (1, 2)
+        )
+        keys.append((term << 33) | (text << 1) | field)
+        counts.append(count)
+    key = np.concatenate(keys)
+    count = np.concatenate(counts)
+    order = np.argsort(key, kind="stable")
+    key, count = key[order], count[order]
+    first = np.ones(len(key), dtype=bool)
+    first[1:] = key[1:] != key[:-1]
+    starts = np.flatnonzero(first)
+    sums = np.add.reduceat(count, starts) if len(starts) else count
+    key = key[starts]
+    pair = key >> 1
+    is_sym = (key & 1).astype(bool)
+    joins = np.zeros(len(key), dtype=bool)
+    joins[1:] = (pair[1:] == pair[:-1]) & is_sym[1:]
+    own = ~joins
+    dest = np.cumsum(own) - 1
+    out = Postings(n_terms)
+    total = int(own.sum())
+    out.chunk = (pair[own] & 0xFFFFFFFF).astype(np.int32)
+    out.tf_body = np.zeros(total, dtype=np.uint16)
+    out.tf_sym = np.zeros(total, dtype=np.uint8)
+    body = own & ~is_sym
+    out.tf_body[dest[body]] = np.minimum(sums[body], _COUNT_LIMIT)
+    out.tf_sym[dest[is_sym]] = np.minimum(sums[is_sym], _SYM_LIMIT)
+    out.count = np.bincount(pair[own] >> 32, minlength=n_terms).astype(np.int64)
+    np.cumsum(out.count[:-1], out=out.start[1:])
+    return out

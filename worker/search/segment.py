@@ -31,10 +31,11 @@ import pyarrow as pa
 
 from worker.search.analysis import SegmentTables
 
-FORMAT_VERSION: Final = 2
+FORMAT_VERSION: Final = 3
 """Bump on any change a reader of the old format would misread, or that changes what the
 analysis of a blob yields (2: definitions end on their own last line, postings grouped by
-term id); readers rebuild on mismatch, so old and new segments never mix."""
+term id; 3: each term's postings in chunk order, laid out by the one-pass sort); readers
+rebuild on mismatch, so old and new segments never mix."""
 COMPONENTS: Final = ("blobs", "chunks", "terms", "postings")
 
 

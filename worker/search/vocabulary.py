@@ -1,18 +1,21 @@
-"""Index terms of many texts at once: raw tokens, their analysis, (term, text) counts.
+"""Index terms of many texts at once: raw tokens counted per text, analysed once per build.
 
-The same analysis as `worker.search.tokens` (which the query side uses), done in bulk: a
-batch's raw tokens are found with byte tables and numpy, made distinct with Arrow's
-dictionary encoding, and only tokens never seen before are analysed, all at once, with
-array operations (PyStemmer is called once per batch on the distinct new parts). Python
-never touches a token occurrence, nor a distinct token.
+The same analysis as `worker.search.tokens` (which the query side uses), done in bulk. A
+batch's raw tokens are found with byte tables and numpy and made distinct with Arrow's
+dictionary encoding; its rows count each distinct token per text, naming the token by a slot
+(its place among the batch's distinct tokens, numbered on through the build). Nothing is
+looked up per batch: at the end every slot's string is deduplicated at once, each distinct
+token is analysed once with array operations (PyStemmer called once, on the distinct parts),
+and the rows are expanded into (term, text) counts with one integer sort. Python never
+touches a token occurrence, nor a distinct token.
 
-Tokens and terms are known by a 64-bit key: a polynomial hash of their bytes with their
-length in the top bits, so only two strings of the same length can collide (odds of about
-n^2 / 2^59 for n strings of one length: negligible for the millions of tokens of a kernel).
+Terms get ids in the order of their UTF-8 bytes, so rows sorted by term id are sorted by term.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
@@ -21,301 +24,339 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import Stemmer
 
+from worker.search.memory import release_freed_memory
+from worker.search.postings import Block
+from worker.search.strings import binary_array, binary_parts, sort_binary
 from worker.search.tokens import MAX_TOKEN_CHARS, MIN_TOKEN_CHARS, STOP_WORDS
 
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
-U64 = npt.NDArray[np.uint64]
 U8 = npt.NDArray[np.uint8]
 Mask = npt.NDArray[np.bool_]
 
 _WORD_BYTES: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
 _WORD_FLAGS: Final = bytes(1 if c in _WORD_BYTES else 0 for c in range(256))
-_NON_WORD: Final = bytes(c for c in range(256) if c not in _WORD_BYTES)
 _LOWER_BYTES: Final = bytes(c + 32 if 65 <= c <= 90 else c for c in range(256))
-_UPPER_T: Final = np.zeros(256, dtype=bool)
-_UPPER_T[65:91] = True
-_LOWER_T: Final = np.zeros(256, dtype=bool)
-_LOWER_T[97:123] = True
-_DIGIT_T: Final = np.zeros(256, dtype=bool)
-_DIGIT_T[48:58] = True
+_UPPER, _LOWER, _DIGIT, _US, _NONE = 0, 1, 2, 3, 4
+_CLASS: Final = np.full(256, _US, dtype=np.uint8)
+_CLASS[65:91], _CLASS[97:123], _CLASS[48:58] = _UPPER, _LOWER, _DIGIT
+
+
+def _part_start_table() -> Mask:
+    """Whether a byte starts an identifier part, by (class before, its class, class after).
+
+    The rules of `tokens.identifier_parts`: underscores split and belong to no part; a part
+    starts a token, follows an underscore, is an upper-case letter after a lower-case one
+    or a digit, or the last of a run of capitals before a lower-case letter (`HTTPResponse`),
+    or a lower-case letter after a digit.
+    """
+    table = np.zeros((5, 5, 5), dtype=bool)
+    for before in range(5):
+        for this in range(4):
+            for after in range(5):
+                table[before, this, after] = this != _US and (
+                    before in (_NONE, _US)
+                    or (
+                        this == _UPPER
+                        and (before in (_LOWER, _DIGIT) or (before == _UPPER and after == _LOWER))
+                    )
+                    or (this == _LOWER and before == _DIGIT)
+                )
+    return table.ravel()
+
+
+_PART_START: Final = _part_start_table()
+ANALYSE_BLOCK: Final = 1 << 16
+"""Distinct tokens split into parts at a time."""
 _UNDERSCORE: Final = 95
 _STOP: Final = pa.array(sorted(STOP_WORDS), pa.string())
-
-_HASH_BITS: Final = 58
-_HASH_MASK: Final = np.uint64((1 << _HASH_BITS) - 1)
-_BASE: Final = np.uint64(0x9E3779B97F4A7C15)
-_POWERS: Final = np.concatenate(
-    [np.ones(1, dtype=np.uint64), np.cumprod(np.full(MAX_TOKEN_CHARS, _BASE, dtype=np.uint64))]
-)
-_MIX: Final = np.uint64(0xBF58476D1CE4E5B9)
-
-_NO_TERM: Final = -2
-"""A known identifier part that stands for no term (a stop word, one character)."""
 
 _stemmer = Stemmer.Stemmer("english")
 
 
-def binary_parts(array: pa.Array) -> tuple[U8, I64]:
-    """The data bytes and offsets (len + 1, from 0) of a binary or string array."""
-    if array.type != pa.binary():
-        array = array.cast(pa.binary())
-    n = len(array)
-    buffers = array.buffers()
-    offsets = np.frombuffer(buffers[1], dtype=np.int32)[array.offset : array.offset + n + 1]
-    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None and n else None
-    if data is None:
-        return np.zeros(0, dtype=np.uint8), np.zeros(n + 1, dtype=np.int64)
-    base = int(offsets[0])
-    return data[base : int(offsets[-1])], offsets.astype(np.int64) - base
+def _stems(words: pa.Array, word_len: I64) -> pa.Array:
+    """The stem (binary) of each word of at least MIN_TOKEN_CHARS; a shorter one is kept.
+
+    A word ending in a digit is its own stem (every suffix the stemmer removes or rewrites
+    ends in a letter), so only the others go through the stemmer.
+    """
+    data, offsets = binary_parts(words)
+    ends_in_letter = _CLASS[data[np.maximum(offsets[1:] - 1, 0)]] != _DIGIT
+    todo = np.flatnonzero((word_len >= MIN_TOKEN_CHARS) & ends_in_letter)
+    if not len(todo):
+        return words
+    fresh = words.take(pa.array(todo)).cast(pa.string()).to_pylist()
+    stemmed = pa.array(_stemmer.stemWords(fresh), pa.string()).cast(pa.binary())
+    mask = np.zeros(len(words), dtype=bool)
+    mask[todo] = True
+    return pc.replace_with_mask(words, pa.array(mask), stemmed)
 
 
-def binary_array(data: U8 | bytes, offsets: I64) -> pa.Array:
-    """A binary array over contiguous data with the given offsets (len + 1, from 0)."""
-    return pa.Array.from_buffers(
-        pa.binary(),
-        len(offsets) - 1,
-        [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)],
-    )
+@dataclass(frozen=True, slots=True)
+class TokenTerms:
+    """The terms of distinct raw tokens: token i's term ids are `ids[starts[i]:starts[i + 1]]`.
 
-
-def keys_of(strings: pa.Array) -> U64:
-    """The 64-bit key of each string: hash in the low 58 bits, length - 1 above (1..64 bytes)."""
-    data, offsets = binary_parts(strings)
-    lengths = np.diff(offsets)
-    n = len(lengths)
-    if not n:
-        return np.zeros(0, dtype=np.uint64)
-    position = np.arange(len(data), dtype=np.int32)
-    position -= np.repeat(offsets[:-1].astype(np.int32), lengths)
-    terms = _POWERS[position]
-    terms *= data + np.uint64(1)
-    h = np.add.reduceat(terms, offsets[:-1])
-    h ^= h >> np.uint64(31)
-    h *= _MIX
-    h ^= h >> np.uint64(29)
-    h &= _HASH_MASK
-    h |= (lengths.astype(np.uint64) - np.uint64(1)) << np.uint64(_HASH_BITS)
-    return h
-
-
-class KeyIndex:
-    """Sorted 64-bit keys -> ids: a large sorted run plus a small one merged into it lazily.
-
-    Queries are sorted first and walk the runs in order, which keeps the binary searches in
-    cache; a hash table probed at random (tried) is slower at millions of keys.
+    A term's id is its position in `terms` (binary strings in ascending byte order).
     """
 
-    def __init__(self) -> None:
-        self._keys = [np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint64)]
-        self._ids = [np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)]
-
-    def lookup(self, keys: U64) -> I64:
-        """The id of each key, -1 where unknown."""
-        out = np.full(len(keys), -1, dtype=np.int64)
-        order = np.argsort(keys)
-        ordered = keys[order]
-        for run_keys, run_ids in zip(self._keys, self._ids, strict=True):
-            if not len(run_keys):
-                continue
-            at = np.minimum(np.searchsorted(run_keys, ordered), len(run_keys) - 1)
-            hit = run_keys[at] == ordered
-            out[order[hit]] = run_ids[at[hit]]
-        return out
-
-    def add(self, keys: U64, ids: I64) -> None:
-        """Add keys not yet known (distinct) with their ids."""
-        order = np.argsort(keys)
-        self._insert(1, keys[order], ids[order])
-        if len(self._keys[1]) * 4 > len(self._keys[0]):
-            self._insert(0, self._keys[1], self._ids[1])
-            self._keys[1] = np.zeros(0, dtype=np.uint64)
-            self._ids[1] = np.zeros(0, dtype=np.int64)
-
-    def _insert(self, run: int, keys: U64, ids: I64) -> None:
-        at = np.searchsorted(self._keys[run], keys)
-        self._keys[run] = np.insert(self._keys[run], at, keys)
-        self._ids[run] = np.insert(self._ids[run], at, ids)
+    terms: pa.Array
+    starts: I64
+    ids: I32
 
 
-class _Growable:
-    """An int array that appends in amortised constant time."""
+def analyse_tokens(tokens: pa.Array) -> TokenTerms:
+    """The index terms of distinct raw tokens (binary, MIN_TOKEN_CHARS to MAX_TOKEN_CHARS long).
 
-    def __init__(self, dtype: type[np.integer]) -> None:
-        self.array: npt.NDArray[np.integer] = np.zeros(1024, dtype=dtype)
-        self.n = 0
-
-    def extend(self, values: npt.NDArray[np.integer]) -> None:
-        need = self.n + len(values)
-        if need > len(self.array):
-            self.array = np.resize(self.array, max(need, 2 * len(self.array)))
-        self.array[self.n : need] = values
-        self.n = need
-
-    def view(self) -> npt.NDArray[np.integer]:
-        return self.array[: self.n]
-
-
-def _identifier_part_starts(b: U8, first: Mask, last: Mask) -> Mask:
-    """Where each identifier part starts (see `tokens.identifier_parts`); underscores split."""
-    up, lo, dg = _UPPER_T[b], _LOWER_T[b], _DIGIT_T[b]
-    us = b == _UNDERSCORE
-    prev_up = np.zeros(len(b), dtype=bool)
-    prev_lo = np.zeros(len(b), dtype=bool)
-    prev_dg = np.zeros(len(b), dtype=bool)
-    prev_us = np.zeros(len(b), dtype=bool)
-    next_lo = np.zeros(len(b), dtype=bool)
-    prev_up[1:], prev_lo[1:], prev_dg[1:], prev_us[1:] = up[:-1], lo[:-1], dg[:-1], us[:-1]
-    next_lo[:-1] = lo[1:]
-    prev_up[first] = prev_lo[first] = prev_dg[first] = prev_us[first] = False
-    next_lo[last] = False
-    starts: Mask = ~us & (
-        first | prev_us | (up & (prev_lo | prev_dg | (prev_up & next_lo))) | (lo & prev_dg)
-    )
-    return starts
-
-
-class Vocabulary:
-    """Raw token -> index terms, grown as a build meets new tokens; terms get dense ids."""
-
-    def __init__(self) -> None:
-        self._raw = KeyIndex()
-        self._terms = KeyIndex()
-        self._parts = KeyIndex()
-        self.n_raw = 0
-        self.n_terms = 0
-        self._raw_start = _Growable(np.int64)
-        self._raw_len = _Growable(np.int32)
-        self._raw_terms = _Growable(np.int32)
-        self._term_strings: list[pa.Array] = []
-
-    def terms(self) -> pa.Array:
-        """Every term's string (binary), in id order."""
-        if not self._term_strings:
-            return pa.array([], pa.binary())
-        return pa.concat_arrays(self._term_strings)
-
-    def raw_ids(self, tokens: pa.Array) -> I64:
-        """Raw ids of distinct tokens (binary), analysing the new ones; -1 for no token.
-
-        A string shorter than MIN_TOKEN_CHARS or longer than MAX_TOKEN_CHARS is no token.
-        """
-        lengths = np.diff(binary_parts(tokens)[1])
-        valid = np.flatnonzero((lengths >= MIN_TOKEN_CHARS) & (lengths <= MAX_TOKEN_CHARS))
-        out = np.full(len(lengths), -1, dtype=np.int64)
-        if not len(valid):
-            return out
-        candidates = tokens.take(pa.array(valid))
-        keys = keys_of(candidates)
-        ids = self._raw.lookup(keys)
-        new = np.flatnonzero(ids < 0)
-        if len(new):
-            fresh = np.arange(self.n_raw, self.n_raw + len(new), dtype=np.int64)
-            self._analyse(candidates.take(pa.array(new)))
-            self._raw.add(keys[new], fresh)
-            self.n_raw += len(new)
-            ids[new] = fresh
-        out[valid] = ids
-        return out
-
-    def expand(self, raw: I64, owner: I64) -> tuple[I64, I64]:
-        """Each raw token occurrence's terms: (term ids, owner of each), in occurrence order."""
-        lens = self._raw_len.view()[raw].astype(np.int64)
-        total = int(lens.sum())
-        ends = np.cumsum(lens)
-        shift = np.repeat(self._raw_start.view()[raw] - (ends - lens), lens)
-        terms = self._raw_terms.view()[shift + np.arange(total, dtype=np.int64)].astype(np.int64)
-        return terms, np.repeat(owner, lens)
-
-    def _term_ids(self, strings: pa.Array) -> I64:
-        """Ids of terms (binary strings); new terms get the next ids, in order of their keys."""
-        encoded = strings.dictionary_encode()
-        distinct = encoded.dictionary
-        keys = keys_of(distinct)
-        ids = self._terms.lookup(keys)
-        missing = np.flatnonzero(ids < 0)
-        if len(missing):
-            fresh = np.arange(self.n_terms, self.n_terms + len(missing), dtype=np.int64)
-            self._terms.add(keys[missing], fresh)
-            self._term_strings.append(distinct.take(pa.array(missing)))
-            self.n_terms += len(missing)
-            ids[missing] = fresh
-        out: I64 = ids[encoded.indices.to_numpy()]
-        return out
-
-    def _part_terms(self, words: pa.Array, word_len: I64) -> I64:
-        """The stem term id of each identifier part (binary), -1 for none (stop word, short).
-
-        Parts repeat across tokens and batches: each is stemmed once per build.
-        """
-        keys = keys_of(words)
-        known = self._parts.lookup(keys)
-        new = np.flatnonzero(known == -1)
-        if len(new):
-            fresh = words.take(pa.array(new)).cast(pa.string())
-            stems = pa.array(_stemmer.stemWords(fresh.to_pylist()), pa.string())
-            stop = pc.or_(pc.is_in(fresh, value_set=_STOP), pc.is_in(stems, value_set=_STOP))
-            good = np.flatnonzero(
-                (word_len[new] >= MIN_TOKEN_CHARS) & ~stop.to_numpy(zero_copy_only=False)
-            )
-            ids = np.full(len(new), _NO_TERM, dtype=np.int64)
-            if len(good):
-                ids[good] = self._term_ids(stems.take(pa.array(good)).cast(pa.binary()))
-            self._parts.add(keys[new], ids)
-            known[new] = ids
-        out: I64 = np.where(known >= 0, known, -1)
-        return out
-
-    def _analyse(self, tokens: pa.Array) -> None:
-        """Append the terms of new raw tokens (same rules as `tokens.analyze_tokens`)."""
-        data, offsets = binary_parts(tokens)
-        n = len(offsets) - 1
-        lengths = np.diff(offsets)
-        starts = offsets[:-1]
-        first = np.zeros(len(data), dtype=bool)
-        first[starts] = True
-        last = np.zeros(len(data), dtype=bool)
-        last[offsets[1:] - 1] = True
-        us = data == _UNDERSCORE
-        part_start = _identifier_part_starts(data, first, last)
-        kept = ~us
-        part_at = np.flatnonzero(part_start)
-        part_id = np.cumsum(part_start, dtype=np.int32)[kept]
-        part_id -= 1
-        part_len = np.bincount(part_id, minlength=len(part_at))
-        part_token = np.searchsorted(starts, part_at, side="right") - 1
-        lower = np.frombuffer(data.tobytes().translate(_LOWER_BYTES), dtype=np.uint8)
-        parts = binary_array(
-            lower[kept], np.concatenate([[0], np.cumsum(part_len)])
-        ).dictionary_encode()
-        part_of = parts.indices.to_numpy().astype(np.int64)
-        words = parts.dictionary
-        word_len = np.diff(binary_parts(words)[1])
-        stem_ids = self._part_terms(words, word_len)
-        long = word_len >= MIN_TOKEN_CHARS
-        n_parts = np.bincount(part_token, weights=long[part_of], minlength=n).astype(np.int64)
-        # A single part keeps the whole identifier too when they differ but for underscores.
-        part_chars = np.bincount(
-            part_token, weights=(word_len * long)[part_of], minlength=n
-        ).astype(np.int64)
-        stripped = (
-            lengths
-            - _run_length(data, starts, lengths, 1)
-            - _run_length(data, offsets[1:] - 1, lengths, -1)
+    Same rules as `tokens.analyze_tokens`: the stems of the identifier parts that are long
+    enough and no stop word, then the lower-cased whole when it says more than its one part.
+    Tokens are split a block at a time (temporaries stay small: fresh memory is slow); their
+    parts are made distinct over all blocks, so each is stemmed once.
+    """
+    data, offsets = binary_parts(tokens)
+    n = len(offsets) - 1
+    blocks = []
+    for b0 in range(0, n, ANALYSE_BLOCK):
+        at = offsets[b0 : b0 + ANALYSE_BLOCK + 1]
+        blocks.append(_split_tokens(data[at[0] : at[-1]], at - at[0]))
+    release_freed_memory()
+    encoded = pa.concat_arrays(
+        [pa.array([], pa.binary())] + [b.words for b in blocks]
+    ).dictionary_encode()
+    words = encoded.dictionary
+    word_of = encoded.indices.to_numpy()
+    word_len = np.diff(binary_parts(words)[1])
+    stems = _stems(words, word_len)
+    stop = pc.or_(pc.is_in(words, value_set=_STOP), pc.is_in(stems, value_set=_STOP))
+    good = np.flatnonzero((word_len >= MIN_TOKEN_CHARS) & ~stop.to_numpy(zero_copy_only=False))
+    # Terms: the stems of the parts that are long enough and no stop word, and the wholes.
+    candidates = pa.concat_arrays([stems.take(pa.array(good))] + [b.whole_strings for b in blocks])
+    by_bytes, repeat = sort_binary(candidates)
+    term_of = np.empty(len(by_bytes), dtype=np.int32)
+    term_of[by_bytes] = np.cumsum(~repeat, dtype=np.int32) - 1
+    stem_term = np.full(len(words), -1, dtype=np.int32)
+    stem_term[good] = term_of[: len(good)]
+    whole_term = term_of[len(good) :]
+    counts = np.zeros(n, dtype=np.int64)
+    ids = []
+    first_word = first_whole = 0
+    for b0, block in zip(range(0, n, ANALYSE_BLOCK), blocks, strict=True):
+        block_word = word_of[first_word : first_word + len(block.words)]
+        block_ids, block_counts = block.term_ids(
+            stem_term[block_word], whole_term[first_whole : first_whole + len(block.wholes)]
         )
-        whole = (n_parts > 1) | ((n_parts == 1) & (stripped != part_chars))
-        # Terms: the stems of the parts that are long enough and no stop word, then the whole.
-        use = np.flatnonzero(stem_ids[part_of] >= 0)
-        wholes = np.flatnonzero(whole)
-        whole_ids = self._term_ids(binary_array(lower, offsets).take(pa.array(wholes)))
-        owner = np.concatenate([part_token[use], wholes])
-        term = np.concatenate([stem_ids[part_of[use]], whole_ids])
-        order = np.argsort(owner, kind="stable")
-        counts = np.bincount(owner, minlength=n)
-        start = self._raw_terms.n + np.concatenate([[0], np.cumsum(counts)[:-1]])
-        self._raw_start.extend(start)
-        self._raw_len.extend(counts.astype(np.int32))
-        self._raw_terms.extend(term[order].astype(np.int32))
+        first_word += len(block.words)
+        first_whole += len(block.wholes)
+        ids.append(block_ids)
+        counts[b0 : b0 + len(block_counts)] = block_counts
+    token_starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=token_starts[1:])
+    all_ids = np.concatenate([np.zeros(0, np.int32), *ids])
+    terms = candidates.take(pa.array(by_bytes[~repeat]))
+    return TokenTerms(terms, token_starts, all_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class _SplitTokens:
+    """A block of tokens split into identifier parts."""
+
+    n: int
+    words: pa.Array
+    """The distinct parts, lower-cased (binary)."""
+    part_of: I32
+    """Which word each part is; parts in token order."""
+    part_token: I32
+    wholes: I64
+    """The tokens that keep their lower-cased whole as a term too."""
+    whole_strings: pa.Array
+
+    def term_ids(self, word_term: I32, whole_term: I32) -> tuple[I32, I64]:
+        """Each token's term ids (its stems in part order, then its whole) and their count.
+
+        `word_term` is each word's stem term, -1 for none (short, a stop word).
+        """
+        part_term = word_term[self.part_of]
+        use = np.flatnonzero(part_term >= 0)
+        owner = self.part_token[use]
+        n_stems = np.bincount(owner, minlength=self.n)
+        counts = n_stems.copy()
+        counts[self.wholes] += 1
+        starts = np.zeros(self.n, dtype=np.int64)
+        np.cumsum(counts[:-1], out=starts[1:])
+        # A token's stems are a run of `use`: each goes to its token's start plus its place.
+        stem_run = np.cumsum(n_stems) - n_stems
+        ids = np.empty(int(counts.sum()), dtype=np.int32)
+        ids[starts[owner] + np.arange(len(use)) - stem_run[owner]] = part_term[use]
+        ids[starts[self.wholes] + n_stems[self.wholes]] = whole_term
+        return ids, counts
+
+
+def _split_tokens(data: U8, offsets: I64) -> _SplitTokens:
+    """Split tokens into identifier parts; find those whose whole is a term too."""
+    n = len(offsets) - 1
+    lower, part_token, parts = _identifier_parts(data, offsets)
+    part_of = parts.indices.to_numpy()
+    words = parts.dictionary
+    word_len = np.diff(binary_parts(words)[1])
+    long_part = np.flatnonzero(word_len[part_of] >= MIN_TOKEN_CHARS)
+    n_parts = np.bincount(part_token[long_part], minlength=n)
+    # A single part keeps the whole identifier too when they differ but for underscores.
+    single_len = np.zeros(n, dtype=np.int64)
+    single_len[part_token[long_part]] = word_len[part_of[long_part]]
+    lengths = np.diff(offsets)
+    stripped = (
+        lengths
+        - _run_length(data, offsets[:-1], lengths, 1)
+        - _run_length(data, offsets[1:] - 1, lengths, -1)
+    )
+    wholes = np.flatnonzero((n_parts > 1) | ((n_parts == 1) & (stripped != single_len)))
+    whole_strings = binary_array(lower, offsets).take(pa.array(wholes))
+    return _SplitTokens(n, words, part_of, part_token, wholes, whole_strings)
+
+
+def _identifier_parts(data: U8, offsets: I64) -> tuple[U8, I32, pa.DictionaryArray]:
+    """The tokens' bytes lower-cased, and their identifier parts: the token of each part and
+    the parts (lower-cased, in token order) dictionary-encoded."""
+    this = _CLASS[data]
+    before = np.empty_like(this)
+    before[1:] = this[:-1]
+    before[offsets[:-1]] = _NONE
+    after = np.empty_like(this)
+    after[:-1] = this[1:]
+    after[offsets[1:] - 1] = _NONE
+    before *= np.uint8(25)
+    before += this * np.uint8(5)
+    before += after
+    part_start = _PART_START[before]
+    kept = this != _US
+    part_at = np.flatnonzero(part_start)
+    at_in_kept = np.flatnonzero(part_start[kept])
+    part_offsets = np.append(at_in_kept, int(np.count_nonzero(kept)))
+    part_token = (np.searchsorted(offsets[:-1], part_at, side="right") - 1).astype(np.int32)
+    lower = np.frombuffer(data.tobytes().translate(_LOWER_BYTES), dtype=np.uint8)
+    parts = binary_array(lower[kept], part_offsets).dictionary_encode()
+    return lower, part_token, parts
+
+
+@dataclass(slots=True)
+class _Rows:
+    """One batch's rows of one field: each distinct (token, text) pair with its count.
+
+    `token` holds slots until `TermRows.analyse`, raw token ids after; `text` counts from
+    `first_text`.
+    """
+
+    first_text: int
+    n_texts: int
+    token: I32
+    text: I32
+    count: I32
+    n_terms: int = 0
+    """Rows the batch's pairs expand into (after `analyse`)."""
+
+
+class TermRows:
+    """Raw-token counts of texts in fields, added a batch at a time; terms worked out at the end.
+
+    Texts are numbered through the build (a batch says where its texts start). `analyse`
+    returns the terms and gives each text's count of term occurrences per field (`lengths`);
+    `expanded` then gives a field's (term, text) rows.
+    """
+
+    def __init__(self, n_fields: int) -> None:
+        self._strings: list[pa.Array] = []
+        self._n_slots = 0
+        self._rows: list[list[_Rows]] = [[] for _ in range(n_fields)]
+        self._token_terms = TokenTerms(
+            pa.array([], pa.binary()), np.zeros(1, np.int64), np.zeros(0, np.int32)
+        )
+        self.lengths: list[I64] = []
+
+    def add(self, field: int, data: bytes, text_starts: I64, first_text: int) -> None:
+        """Count the raw tokens of texts: consecutive slices of `data` from `text_starts`.
+
+        A token never spans two texts (each starts after a non-word byte, or at 0).
+        """
+        starts, _, runs = word_runs(data)
+        if not len(starts):
+            return
+        encoded = runs.dictionary_encode()
+        distinct = encoded.dictionary
+        lengths = np.diff(binary_parts(distinct)[1])
+        valid = (lengths >= MIN_TOKEN_CHARS) & (lengths <= MAX_TOKEN_CHARS)
+        slot = np.cumsum(valid) - 1
+        slot[~valid] = -1
+        n_valid = int(slot.max(initial=-1)) + 1
+        if not n_valid:
+            return
+        token = slot[encoded.indices.to_numpy()]
+        real = np.flatnonzero(token >= 0)
+        first = np.searchsorted(real, np.searchsorted(starts, text_starts))
+        per_text = np.diff(np.append(first, len(real)))
+        text = np.repeat(np.arange(len(text_starts), dtype=np.int64), per_text)
+        keys, counts = count_distinct((token[real] << 32) | text)
+        self._rows[field].append(
+            _Rows(
+                first_text,
+                len(text_starts),
+                ((keys >> 32) + self._n_slots).astype(np.int32),
+                (keys & 0xFFFFFFFF).astype(np.int32),
+                counts.astype(np.int32),
+            )
+        )
+        self._strings.append(distinct if n_valid == len(distinct) else distinct.filter(valid))
+        self._n_slots += n_valid
+
+    def analyse(self, n_texts: int) -> pa.Array:
+        """Analyse every distinct token seen; returns the terms (binary, ascending), by id.
+
+        Fills `lengths`: per field, each text's count of term occurrences.
+        """
+        strings = pa.concat_arrays(self._strings) if self._strings else pa.array([], pa.binary())
+        self._strings = []
+        encoded = strings.dictionary_encode()
+        raw_of_slot = encoded.indices.to_numpy()
+        del strings
+        release_freed_memory()
+        self._token_terms = analyse_tokens(encoded.dictionary)
+        per_token = np.diff(self._token_terms.starts).astype(np.int32)
+        self.lengths = []
+        for parts in self._rows:
+            lengths = np.zeros(n_texts, dtype=np.int64)
+            for rows in parts:
+                rows.token = raw_of_slot[rows.token]
+                weight = per_token[rows.token] * rows.count
+                rows.n_terms = int(per_token[rows.token].sum())
+                lengths[rows.first_text : rows.first_text + rows.n_texts] += np.bincount(
+                    rows.text, weights=weight, minlength=rows.n_texts
+                ).astype(np.int64)
+            self.lengths.append(lengths)
+        release_freed_memory()
+        return self._token_terms.terms
+
+    def expanded(self, field: int, text_map: I64 | None) -> tuple[Iterator[Block], int]:
+        """The field's (term, text, count) rows, a batch at a time (see `postings.Block`),
+        and how many there are; texts renumbered through `text_map` when given.
+
+        A pair may repeat (two tokens of a text with one term). Each batch's token rows are
+        let go once expanded.
+        """
+        parts, self._rows[field] = self._rows[field], []
+        tt = self._token_terms
+        per_token = np.diff(tt.starts)
+        total = sum(rows.n_terms for rows in parts)
+
+        def blocks() -> Iterator[Block]:
+            parts.reverse()
+            while parts:
+                rows = parts.pop()
+                n = per_token[rows.token]
+                ends = np.cumsum(n)
+                at = np.repeat(tt.starts[rows.token] - (ends - n), n)
+                at += np.arange(rows.n_terms, dtype=np.int64)
+                text = rows.text + np.int64(rows.first_text)
+                yield tt.ids[at], text if text_map is None else text_map[text], rows.count, n
+
+        return blocks(), total
 
 
 def _run_length(data: U8, at: I64, limit: I64, step: int) -> I64:
@@ -327,13 +368,6 @@ def _run_length(data: U8, at: I64, limit: I64, step: int) -> I64:
         todo = todo[run[todo] < limit[todo]]
         todo = todo[data[at[todo] + step * run[todo]] == _UNDERSCORE]
     return run
-
-
-def _ranges(starts: I64, lengths: I64) -> I64:
-    """The concatenated index ranges [start, start + length) of each pair."""
-    total = int(lengths.sum())
-    ends = np.cumsum(lengths)
-    return np.repeat(starts - (ends - lengths), lengths) + np.arange(total, dtype=np.int64)
 
 
 def word_runs(data: bytes) -> tuple[I64, I64, pa.Array]:
@@ -351,30 +385,8 @@ def word_runs(data: bytes) -> tuple[I64, I64, pa.Array]:
     starts, ends = edges[0::2], edges[1::2]
     offsets = np.zeros(len(starts) + 1, dtype=np.int64)
     np.cumsum(ends - starts, out=offsets[1:])
-    return starts, ends, binary_array(data.translate(None, _NON_WORD), offsets)
-
-
-def term_counts(vocabulary: Vocabulary, data: bytes, text_starts: I64) -> tuple[I64, I64]:
-    """(key, count) of each distinct (term, text) pair, key = term << 32 | text.
-
-    The texts are consecutive slices of `data` starting at `text_starts` (ascending); a
-    token never spans two (each text starts after a non-word byte, or at 0).
-    """
-    starts, _, runs = word_runs(data)
-    if not len(starts):
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    encoded = runs.dictionary_encode()
-    raw_of_distinct = vocabulary.raw_ids(encoded.dictionary)
-    raw = raw_of_distinct[encoded.indices.to_numpy()]
-    real = np.flatnonzero(raw >= 0)
-    raw = raw[real]
-    first_token = np.searchsorted(starts[real], text_starts)
-    per_text = np.diff(np.append(first_token, len(real)))
-    text = np.repeat(np.arange(len(text_starts), dtype=np.int64), per_text)
-    terms, owners = vocabulary.expand(raw, text)
-    if not len(terms):
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    return count_distinct((terms << 32) | owners)
+    runs = np.compress(word, np.frombuffer(data, dtype=np.uint8))
+    return starts, ends, binary_array(runs, offsets)
 
 
 def count_distinct(values: I64) -> tuple[I64, I64]:

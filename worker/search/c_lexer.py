@@ -1,0 +1,165 @@
+"""C and C++ comments, string and character literals and directives, found with array ops.
+
+The same spans as a scan with `C_LEXEMES` (finditer over each file), without a regular
+expression engine walking every byte. Every place a lexeme could start (`//`, `/*`, `"`,
+`'`, `#`) gets the end it would have if one started there, from the next newline, `*/`,
+quote, each found for all at once; then the lexemes that really start are those a scan
+reaches: the first candidate, then the first one at or after its end, and so on, a chain
+followed for all its links at once by pointer doubling.
+
+Inside a literal or a directive a backslash escapes the next byte, so a quote or newline
+after an odd run of backslashes does not end one. Inside a directive a block comment is
+skipped whole (it may span lines) and quotes mean nothing; one that never closes ends the
+directive where it starts.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+U8 = npt.NDArray[np.uint8]
+I64 = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
+Spans = tuple[I64, I64]
+
+C_LEXEMES: Final = re.compile(
+    rb"//[^\n]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/"  # comments
+    rb"|\"[^\"\\\n]*(?:\\.[^\"\\\n]*)*\"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"  # strings, chars
+    # directives, with continuation lines and comments (a comment may run past the line end)
+    rb"|#[^\n\\/]*(?:(?:\\.|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|/(?!\*))[^\n\\/]*)*",
+    re.S,
+)
+"""What `c_lexemes` finds, as a regular expression (the reference its tests compare with)."""
+
+_SLASH, _STAR, _QUOTE, _APOSTROPHE, _HASH, _BACKSLASH, _NEWLINE = 47, 42, 34, 39, 35, 92, 10
+_EMPTY: Final = np.zeros(0, dtype=np.int64)
+
+
+def c_lexemes(a: U8, file_starts: I64, file_ends: I64, newlines: I64) -> Spans:
+    """[start, end) of every lexeme of each file [file_starts, file_ends) of `a`, in order.
+
+    `newlines`: the positions of every b"\\n" in `a`.
+    """
+    n = len(a)
+    if not n:
+        return _EMPTY, _EMPTY
+    never = n + 1
+    # One pass for every byte that matters, split by byte after.
+    marked = a == _SLASH
+    for value in (_STAR, _QUOTE, _APOSTROPHE, _HASH):
+        marked |= a == value
+    at = np.flatnonzero(marked)
+    byte = a[at]
+    slash = at[(byte == _SLASH) & (at + 1 < n)]
+    after_slash = a[slash + 1]
+    line = slash[after_slash == _SLASH]
+    block = slash[after_slash == _STAR]
+    star = at[(byte == _STAR) & (at + 1 < n)]
+    closers = star[a[star + 1] == _SLASH]
+    open_newlines = newlines[~_escaped(a, newlines)]
+    kinds = []
+    # Line comments run to the newline; block comments to the first `*/` after the `/*`.
+    e = _file_end(line, file_starts, file_ends)
+    kinds.append((line, np.minimum(_next(newlines, line + 2, never), e)))
+    e = _file_end(block, file_starts, file_ends)
+    end = _next(closers, block + 2, never) + 2
+    kinds.append((block, np.where(end <= e, end, -1)))
+    for quote in (_QUOTE, _APOSTROPHE):
+        quotes = at[byte == quote]
+        closing = quotes[~_escaped(a, quotes)]
+        e = _file_end(quotes, file_starts, file_ends)
+        close = _next(closing, quotes + 1, never)
+        ok = (close < _next(open_newlines, quotes + 1, never)) & (close < e)
+        kinds.append((quotes, np.where(ok, close + 1, -1)))
+    hashes = at[byte == _HASH]
+    openers = block[~_escaped(a, block)]
+    marks = (open_newlines, openers, closers)
+    files = (file_starts, file_ends)
+    kinds.append((hashes, _directive_ends(a, hashes, marks, files, never)))
+    starts = np.concatenate([k[0] for k in kinds])
+    ends = np.concatenate([k[1] for k in kinds])
+    real = ends >= 0
+    starts, ends = starts[real], ends[real]
+    order = np.argsort(starts)
+    starts, ends = starts[order], ends[order]
+    chain = _chain(np.searchsorted(starts, ends))
+    return starts[chain], ends[chain]
+
+
+def _escaped(a: U8, at: I64) -> Mask:
+    """Whether an odd run of backslashes comes right before each position."""
+    run = np.zeros(len(at), dtype=np.int64)
+    todo = np.flatnonzero(at > 0)
+    while len(todo):
+        todo = todo[a[at[todo] - run[todo] - 1] == _BACKSLASH]
+        run[todo] += 1
+        todo = todo[at[todo] - run[todo] > 0]
+    odd: Mask = (run & 1).astype(bool)
+    return odd
+
+
+def _next(sorted_at: I64, at: I64, never: int) -> I64:
+    """The first of `sorted_at` at or after each position, `never` if none."""
+    if not len(sorted_at):
+        return np.full(len(at), never, dtype=np.int64)
+    i = np.searchsorted(sorted_at, at)
+    found: I64 = np.where(i < len(sorted_at), sorted_at[np.minimum(i, len(sorted_at) - 1)], never)
+    return found
+
+
+def _file_end(at: I64, file_starts: I64, file_ends: I64) -> I64:
+    end: I64 = file_ends[np.searchsorted(file_starts, at, side="right") - 1]
+    return end
+
+
+def _directive_ends(
+    a: U8, hashes: I64, marks: tuple[I64, I64, I64], files: tuple[I64, I64], never: int
+) -> I64:
+    """Where each directive ends: its first newline no backslash escapes, block comments
+    skipped; at a `/*` that never closes; or at its file's end (before a last backslash
+    that has nothing to escape).
+
+    `marks`: newlines not escaped, `/*` whose slash is not escaped, `*/`.
+    """
+    open_newlines, openers, closers = marks
+    e = _file_end(hashes, *files)
+    # A file that ends in a backslash with nothing to escape ends its directive before it.
+    last = e - _escaped(a, e)
+    end = np.full(len(hashes), -1, dtype=np.int64)
+    pos = hashes + 1
+    todo = np.arange(len(hashes), dtype=np.int64)
+    while len(todo):
+        stop = np.minimum(_next(open_newlines, pos[todo], never), last[todo])
+        comment = _next(openers, pos[todo], never)
+        plain = comment >= stop
+        end[todo[plain]] = stop[plain]
+        todo, comment = todo[~plain], comment[~plain]
+        close = _next(closers, comment + 2, never) + 2
+        closed = close <= e[todo]
+        end[todo[~closed]] = comment[~closed]
+        todo = todo[closed]
+        pos[todo] = close[closed]
+    return end
+
+
+def _chain(next_of: I64) -> I64:
+    """The nodes reached from node 0 following `next_of` (a node past the last ends it), in
+    order: each round follows every link found so far as far again (pointer doubling)."""
+    m = len(next_of)
+    if not m:
+        return _EMPTY
+    jump = np.append(np.minimum(next_of, m), m)
+    members = np.zeros(1, dtype=np.int64)
+    while True:
+        found = jump[members]
+        found = found[found < m]
+        if not len(found):
+            break
+        members = np.concatenate([members, found])
+        jump = jump[jump]
+    members.sort()
+    return members
