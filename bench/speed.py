@@ -224,7 +224,11 @@ def measure_peers(
         if rg:
             started = time.perf_counter()
             subprocess.run(
-                [rg, "-l", "-i", "-F", *patterns, str(checkout)], capture_output=True, check=False
+                # -uu: hidden and ignored files too, as git grep reads them (the checkout sits
+                # under the bench's own ignored directory, which rg would otherwise skip whole).
+                [rg, "-uu", "-l", "-i", "-F", *patterns, str(checkout)],
+                capture_output=True,
+                check=False,
             )
             figures.ripgrep_ms.append(1000 * (time.perf_counter() - started))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pygit2
 import structlog
 
 from contracts.research import RepoReaderRequest
@@ -28,12 +29,20 @@ from worker.service import (
 
 log = structlog.get_logger(__name__)
 
+PACK_WINDOW_BYTES = 8 << 20
+PACK_MAPPED_LIMIT_BYTES = 64 << 20
+"""libgit2 maps pack files in windows (1 GiB each, up to 8 GiB, by default); every page a
+read touched stays resident until its window is unmapped. Small windows under a small limit
+keep a worker's resident set from growing with the repositories it reads."""
+
 
 class Worker:
     """The capabilities of one worker process, built over one cache."""
 
     def __init__(self, config: Config, cache_dir: Path, *, scratch_dir: Path | None = None) -> None:
         self.config = config
+        pygit2.settings.mwindow_size = PACK_WINDOW_BYTES
+        pygit2.settings.mwindow_mapped_limit = PACK_MAPPED_LIMIT_BYTES
         self.catalog = RepoCatalog(config, CacheLayout(cache_dir))
         self.indexes = IndexStore(
             cache_dir,

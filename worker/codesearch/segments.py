@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from worker.codesearch.trigrams import trigrams_of
 from worker.excerpts import is_binary
+from worker.search.memory import flush_and_uncache
 
 FORMAT_VERSION: Final = 1
 FORMAT_KEY: Final = b"repo_reader.format"
@@ -201,8 +202,7 @@ def write_arrow(path: Path, table: pa.Table) -> None:
     """Write `table` as one record batch of an Arrow IPC file, flushed to disk."""
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table, max_chunksize=max(table.num_rows, 1))
-    with open(path, "rb") as handle:
-        os.fsync(handle.fileno())
+    flush_and_uncache(path)
 
 
 def read_arrow(path: Path, expected_format: bytes) -> pa.Table:

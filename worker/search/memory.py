@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -38,3 +40,20 @@ def release_freed_memory() -> None:
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+def flush_and_uncache(path: Path) -> None:
+    """Flush a just-written file to disk and drop its pages from the page cache.
+
+    Pages a write leaves in the cache are large folios, and a reader's mapping faults in a
+    whole folio per touch: a query that reads a few bytes of each of a few hundred terms
+    would map tens of megabytes. Read back on demand (readers map with MADV_RANDOM), pages
+    come in one at a time, so a worker's resident set holds what it touched. Also makes the
+    file durable before the rename that publishes it.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)

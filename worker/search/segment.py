@@ -14,6 +14,7 @@ without disturbing readers that do not know it.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import mmap
@@ -30,6 +31,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from worker.search.analysis import SegmentTables
+from worker.search.memory import flush_and_uncache
 
 FORMAT_VERSION: Final = 3
 """Bump on any change a reader of the old format would misread, or that changes what the
@@ -56,6 +58,7 @@ def write_table(path: Path, table: pa.Table) -> None:
     table = table.combine_chunks()
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table, max_chunksize=max(table.num_rows, 1))
+    flush_and_uncache(path)
 
 
 _mappings: weakref.WeakSet[mmap.mmap] = weakref.WeakSet()
@@ -69,6 +72,9 @@ def read_table(path: Path) -> pa.Table:
     """
     with path.open("rb") as f:
         mapping = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+    # Reads are scattered (term lookups, postings of a few terms): no read-ahead, so a touch
+    # brings in a page, not a large folio (see `worker.search.memory.flush_and_uncache`).
+    mapping.madvise(mmap.MADV_RANDOM)
     with _mappings_lock:
         _mappings.add(mapping)
     return pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapping))).read_all()
@@ -153,7 +159,15 @@ def column(table: pa.Table, name: str) -> npt.NDArray[Any]:
 
 
 class TermDictionary:
-    """Binary search over a sorted `term, start, count` table without materialising the terms."""
+    """Binary search over a sorted `term, start, count` table without materialising the terms.
+
+    Every `SAMPLE_EVERY`-th term is copied into memory at open; a lookup bisects those first,
+    then only one block of the mapped column. A plain binary search over four million mapped
+    terms touches some 40 scattered pages per term, each faulting in its neighbours too, and
+    that, not the postings, is what grew a worker's resident set on a large repository.
+    """
+
+    SAMPLE_EVERY: Final = 256
 
     def __init__(self, table: pa.Table) -> None:
         self.start = column(table, "start")
@@ -168,12 +182,19 @@ class TermDictionary:
             else np.zeros(1, dtype=np.int32)
         )
         self.data = memoryview(buffers[2]) if self.n and buffers[2] is not None else memoryview(b"")
+        bounds = self.offsets[: self.n : self.SAMPLE_EVERY].tolist()
+        ends = self.offsets[1 : self.n + 1 : self.SAMPLE_EVERY].tolist()
+        self._samples = [bytes(self.data[a:b]) for a, b in zip(bounds, ends, strict=True)]
 
     def __call__(self, term: str) -> tuple[int, int] | None:
         """(start, count) of the term's postings, or None."""
         target = term.encode()
+        block = bisect.bisect_right(self._samples, target) - 1
+        if block < 0:
+            return None
         offsets, data = self.offsets, self.data
-        lo, hi = 0, self.n
+        lo = block * self.SAMPLE_EVERY
+        hi = min(lo + self.SAMPLE_EVERY, self.n)
         while lo < hi:
             mid = (lo + hi) // 2
             if bytes(data[offsets[mid] : offsets[mid + 1]]) < target:
