@@ -31,8 +31,6 @@ _DOC_PATH: Final = re.compile(r"\.(md|rst|txt|adoc)$|(^|/)(docs?|Documentation)/
 
 RSS_FILE_BUDGET_KIB: Final = 128 * 1024
 """Above this RssFile, mapped index pages are dropped from the resident set (see segment)."""
-RSS_CHECK_EVERY: Final = 1
-"""Queries between RssFile checks (a check reads /proc/self/status: tens of microseconds)."""
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -156,7 +154,6 @@ class CommitIndex:
             params.w_name / (1 - b + b * self._paths.len_name / max(avg_name, 1e-9))
         ).astype(np.float32)
         self._prior = self._path_priors(params)
-        self._queries = 0
         self._ext_masks: dict[frozenset[str], npt.NDArray[np.bool_]] = {}
 
     def _path_priors(self, params: RankingParams) -> F64:
@@ -257,8 +254,8 @@ class CommitIndex:
 
         Lazy: the caller can filter (licenses, per-repo caps) and stop early.
         """
-        self._queries += 1
-        if self._queries % RSS_CHECK_EVERY == 0 and file_rss_kib() > RSS_FILE_BUDGET_KIB:
+        # Every query: one read of /proc/self/status costs tens of microseconds.
+        if file_rss_kib() > RSS_FILE_BUDGET_KIB:
             release_mapped_pages()
         selected = self._selected_terms(query_weights(query, self.params))
         if not selected or not self.n_paths:
