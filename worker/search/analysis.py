@@ -7,10 +7,12 @@ batch's text is one buffer, a chunk a slice of it. Chunks without a single term 
 
 from __future__ import annotations
 
+import gc
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -30,16 +32,32 @@ I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 
 
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Hold off the cyclic garbage collector for the duration (restored after).
+
+    Analysis makes reference cycles of nothing it keeps, yet the collector walked the
+    builder's growing lists of names a thousand times per build: 3% of the time.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def is_indexable(data: bytes, max_blob_bytes: int) -> bool:
     """Text (no NUL in the first 8000 bytes) no larger than `max_blob_bytes`."""
     return len(data) <= max_blob_bytes and data.find(b"\0", 0, BINARY_SNIFF_BYTES) < 0
 
 
-@dataclass(frozen=True, slots=True)
-class BlobSource:
+class BlobSource(NamedTuple):
     """A blob to analyse: its id, the path it is analysed under (for its language), its bytes.
 
     A blob known to be too large may come without its bytes: `size` then says how large.
+    (A tuple: a build makes one per blob, and a frozen dataclass costs several times more.)
     """
 
     oid: bytes
@@ -92,16 +110,17 @@ class SegmentBuilder:
         """Analyse blobs, in batches of about BATCH_BYTES."""
         batch: list[BlobSource] = []
         size = 0
-        for source in sources:
-            batch.append(source)
-            size += len(source.data)
-            if size >= BATCH_BYTES:
+        with cyclic_gc_paused():
+            for source in sources:
+                batch.append(source)
+                size += len(source.data)
+                if size >= BATCH_BYTES:
+                    self._add_batch(batch)
+                    batch, size = [], 0
+                    if self._check_deadline is not None:
+                        self._check_deadline(self.n_blobs, total)
+            if batch:
                 self._add_batch(batch)
-                batch, size = [], 0
-                if self._check_deadline is not None:
-                    self._check_deadline(self.n_blobs, total)
-        if batch:
-            self._add_batch(batch)
 
     def _add_batch(self, batch: list[BlobSource]) -> None:
         started = time.perf_counter()
@@ -161,6 +180,10 @@ class SegmentBuilder:
 
         Chunks without a single term are dropped here, now that terms are known.
         """
+        with cyclic_gc_paused():
+            return self._tables()
+
+    def _tables(self) -> SegmentTables:
         finishing = time.perf_counter()
         n = self.n_chunks
         terms = self._terms.analyse(n)

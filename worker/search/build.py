@@ -216,13 +216,16 @@ def _analyse_shared(
     if not taken:
         return None
     seg_id = segment_id([oid for _, oid in taken])
-    write_segment(Path(segments_dir), seg_id, builder.tables())
+    tables = builder.tables()
+    writing = time.perf_counter()
+    write_segment(Path(segments_dir), seg_id, tables)
     log.info(
         "search.index.worker",
         blobs=len(taken),
         mb_analysed=round(builder.bytes_analysed / 1e6, 1),
         seconds=round(time.perf_counter() - started, 2),
         phases={k: round(v, 2) for k, v in builder.phase_seconds.items()},
+        write_seconds=round(time.perf_counter() - writing, 2),
     )
     return seg_id
 

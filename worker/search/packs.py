@@ -33,6 +33,8 @@ _INFLATE_ERROR: Final[type[Exception]] = isal_zlib.error  # type: ignore[assignm
 """(isal's stub declares its error as an instance, not a class.)"""
 _MAX_HEADER: Final = 16
 """Bytes of an object's type-and-size header, at most (10 would do for 64-bit sizes)."""
+_ONE_READ_BYTES: Final = 1 << 16
+"""Objects up to this size in the pack are read whole; larger ones header first."""
 
 
 class _Pack:
@@ -166,17 +168,20 @@ def _header(raw: bytes) -> tuple[int, int, int]:
 
 
 def _read_one(fd: int, start: int, end: int, max_bytes: int) -> tuple[bytes | None, int]:
-    head = os.pread(fd, _MAX_HEADER, start)
+    # A small object (most are) is read with its header in one call.
+    whole = end - start <= _ONE_READ_BYTES
+    raw = os.pread(fd, end - start if whole else _MAX_HEADER, start)
     try:
-        kind, size, n = _header(head)
+        kind, size, n = _header(raw)
     except IndexError:
         return None, -1
     if kind != _BLOB:
         return None, -1
     if size > max_bytes:
         return b"", size
+    body = memoryview(raw)[n:] if whole else os.pread(fd, end - start - n, start + n)
     try:
-        data = isal_zlib.decompress(os.pread(fd, end - start - n, start + n), bufsize=max(size, 1))
+        data = isal_zlib.decompress(body, bufsize=max(size, 1))
     except _INFLATE_ERROR:
         return None, -1
     return (data, size) if len(data) == size else (None, -1)

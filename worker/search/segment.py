@@ -23,6 +23,7 @@ import shutil
 import tempfile
 import threading
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Final
 
@@ -53,12 +54,16 @@ def segment_id(oids: list[bytes]) -> str:
     return digest.hexdigest()[:40]
 
 
-def write_table(path: Path, table: pa.Table) -> None:
-    """Write one table as a single uncompressed record batch (so a reader maps it zero-copy)."""
+def write_table(path: Path, table: pa.Table, *, flush: bool = True) -> None:
+    """Write one table as a single uncompressed record batch (so a reader maps it zero-copy).
+
+    Flushed to disk and out of the page cache unless `flush` is False (the caller does it).
+    """
     table = table.combine_chunks()
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table, max_chunksize=max(table.num_rows, 1))
-    flush_and_uncache(path)
+    if flush:
+        flush_and_uncache(path)
 
 
 _mappings: weakref.WeakSet[mmap.mmap] = weakref.WeakSet()
@@ -122,8 +127,15 @@ def write_segment(segments_dir: Path, seg_id: str, tables: SegmentTables) -> Pat
         return final
     segments_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{seg_id}.", dir=segments_dir))
-    for name in COMPONENTS:
-        write_table(tmp / f"{name}.arrow", getattr(tables, name))
+    # Each file goes to disk while the next one is written; all are before the rename.
+    with ThreadPoolExecutor(len(COMPONENTS)) as flusher:
+        flushed = []
+        for name in COMPONENTS:
+            path = tmp / f"{name}.arrow"
+            write_table(path, getattr(tables, name), flush=False)
+            flushed.append(flusher.submit(flush_and_uncache, path))
+        for done in flushed:
+            done.result()
     meta = {
         "format_version": FORMAT_VERSION,
         "id": seg_id,
@@ -161,10 +173,12 @@ def column(table: pa.Table, name: str) -> npt.NDArray[Any]:
 class TermDictionary:
     """Binary search over a sorted `term, start, count` table without materialising the terms.
 
-    Every `SAMPLE_EVERY`-th term is copied into memory at open; a lookup bisects those first,
-    then only one block of the mapped column. A plain binary search over four million mapped
-    terms touches some 40 scattered pages per term, each faulting in its neighbours too, and
-    that, not the postings, is what grew a worker's resident set on a large repository.
+    Every `SAMPLE_EVERY`-th term is copied into memory at the first lookup; a lookup bisects
+    those first, then only one block of the mapped column. A plain binary search over four
+    million mapped terms touches some 40 scattered pages per term, each faulting in its
+    neighbours too, and that, not the postings, is what grew a worker's resident set on a
+    large repository. Sampled lazily: the mirror opens fresh segments only for their blob
+    ids, and reading the samples back from disk costs it half a second per segment.
     """
 
     SAMPLE_EVERY: Final = 256
@@ -182,14 +196,21 @@ class TermDictionary:
             else np.zeros(1, dtype=np.int32)
         )
         self.data = memoryview(buffers[2]) if self.n and buffers[2] is not None else memoryview(b"")
-        bounds = self.offsets[: self.n : self.SAMPLE_EVERY].tolist()
-        ends = self.offsets[1 : self.n + 1 : self.SAMPLE_EVERY].tolist()
-        self._samples = [bytes(self.data[a:b]) for a, b in zip(bounds, ends, strict=True)]
+        self._samples: list[bytes] | None = None
+
+    def _sampled(self) -> list[bytes]:
+        samples = self._samples
+        if samples is None:
+            bounds = self.offsets[: self.n : self.SAMPLE_EVERY].tolist()
+            ends = self.offsets[1 : self.n + 1 : self.SAMPLE_EVERY].tolist()
+            samples = [bytes(self.data[a:b]) for a, b in zip(bounds, ends, strict=True)]
+            self._samples = samples
+        return samples
 
     def __call__(self, term: str) -> tuple[int, int] | None:
         """(start, count) of the term's postings, or None."""
         target = term.encode()
-        block = bisect.bisect_right(self._samples, target) - 1
+        block = bisect.bisect_right(self._sampled(), target) - 1
         if block < 0:
             return None
         offsets, data = self.offsets, self.data
