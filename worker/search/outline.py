@@ -161,6 +161,16 @@ class _Batch:
         return result
 
 
+def _in_sorted(values: I64, sorted_set: I64) -> Mask:
+    """Whether each value is in `sorted_set` (ascending): a binary search, where `np.isin`
+    would sort both arrays again."""
+    if not len(sorted_set):
+        return np.zeros(len(values), dtype=bool)
+    k = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    found: Mask = sorted_set[k] == values
+    return found
+
+
 def _inside(pos: I64, starts: I64, ends: I64) -> Mask:
     """Whether each position lies in one of the sorted, disjoint [start, end) spans."""
     if not len(starts):
@@ -218,7 +228,9 @@ def _parameter_lists(batch: _Batch, closes: I64, floor: I64, ls: I64, le: I64) -
         if len(shuts)
         else np.zeros(len(closes), dtype=bool)
     )
-    opened[nested] = _walk_back(a, closes[nested], floor[nested], ls, le)
+    if len(nested):
+        parens = np.sort(np.concatenate([opens, shuts]))
+        opened[nested] = _walk_back(a, closes[nested], floor[nested], (ls, le), parens)
     found = opened >= 0
     starts, ends = opened[found] + 1, closes[found]
     inner = _first_not_in(a, starts, ends, _BLANK)
@@ -226,26 +238,34 @@ def _parameter_lists(batch: _Batch, closes: I64, floor: I64, ls: I64, le: I64) -
     return starts[simple], ends[simple]
 
 
-def _walk_back(a: U8, closes: I64, floor: I64, ls: I64, le: I64) -> I64:
-    """The `(` matching each `)` at `closes`, or -1: parentheses counted outside lexemes."""
-    pos = closes.copy()
-    depth = np.ones(len(closes), dtype=np.int64)
+def _walk_back(a: U8, closes: I64, floor: I64, lexemes: Spans, parens: I64) -> I64:
+    """The `(` matching each `)` at `closes`, or -1: parentheses counted outside lexemes.
+
+    Walks from parenthesis to parenthesis (`parens`: every one in the batch, in order), not
+    byte by byte: a walk takes as many steps as its group holds parentheses, not bytes.
+    """
     opened = np.full(len(closes), -1, dtype=np.int64)
-    todo = np.arange(len(closes), dtype=np.int64)
+    ls, le = lexemes
     if not len(ls):
         ls = le = np.full(1, -1, dtype=np.int64)
+    at = np.searchsorted(parens, closes) - 1
+    depth = np.ones(len(closes), dtype=np.int64)
+    todo = np.arange(len(closes), dtype=np.int64)
     while len(todo):
-        pos[todo] -= 1
-        todo = todo[pos[todo] >= floor[todo]]
-        at = pos[todo]
-        k = np.searchsorted(ls, at, side="right") - 1
-        in_lexeme = (k >= 0) & (at < le[np.maximum(k, 0)])
-        pos[todo[in_lexeme]] = ls[k[in_lexeme]]
-        byte = np.where(in_lexeme, 0, a[at])
-        depth[todo] += (byte == _CLOSE_PAREN).astype(np.int64) - (byte == _OPEN_PAREN)
+        i = at[todo]
+        alive = i >= 0
+        alive[alive] = parens[i[alive]] >= floor[todo[alive]]
+        todo, i = todo[alive], i[alive]
+        pos = parens[i]
+        k = np.searchsorted(ls, pos, side="right") - 1
+        counted = (k < 0) | (pos >= le[np.maximum(k, 0)])
+        byte = a[pos]
+        depth[todo] += counted & (byte == _CLOSE_PAREN)
+        depth[todo] -= counted & (byte == _OPEN_PAREN)
         done = depth[todo] == 0
-        opened[todo[done]] = at[done]
+        opened[todo[done]] = pos[done]
         todo = todo[~done]
+        at[todo] -= 1
     return opened
 
 
@@ -330,9 +350,9 @@ def c_outlines(files: Sequence[bytes]) -> list[Outline | None]:
     # backslash-newline of every continued line: `#define F(a) d \\ \\` parses as the same
     # definition on the same rows.
     hs, he = batch.lexemes(_C_MACRO_HEAD)
-    real = np.isin(hs, ls[first == _HASH])
+    real = _in_sorted(hs, ls[first == _HASH])
     hs, he = hs[real], he[real]
-    ms, me = hs, le[np.isin(ls, hs)]
+    ms, me = hs, le[_in_sorted(ls, hs)]
     body = _first_not_in(a, he, me, _MACRO_FILLER)
     has_body = body < me
     continued = batch.newlines[_inside(batch.newlines, ms, me)]
