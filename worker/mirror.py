@@ -143,6 +143,10 @@ class Mirror:
         """Clone or fetch one repository, index its head, then publish its state."""
         started = time.monotonic()
         with self.layout.sync_lock(entry.name):
+            if self._index_workers() > 1:
+                from worker.search import start_build_workers
+
+                start_build_workers()
             previous = self.layout.read_state(entry.name)
             repo_dir = self.layout.repo_dir(entry.name)
             if repo_dir.is_dir():
@@ -263,7 +267,7 @@ class Mirror:
         from worker.codesearch.store import index_commit
         from worker.search import build_commit_index
 
-        workers = self.config.mirror.index_workers or os.cpu_count() or 1
+        workers = self._index_workers()
         max_blob_bytes = self.config.server.max_blob_bytes
         self._report(entry.name, f"indexing {commit[:12]} ({workers} processes)")
         started = time.monotonic()
@@ -282,6 +286,10 @@ class Mirror:
             code_search_seconds=time.monotonic() - research,
             workers=workers,
         )
+
+    def _index_workers(self) -> int:
+        """Processes an index build uses: as configured, else one per core."""
+        return self.config.mirror.index_workers or os.cpu_count() or 1
 
     def _report(self, name: str, message: str) -> None:
         if self._progress is not None:

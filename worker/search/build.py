@@ -292,6 +292,15 @@ def build_commit_index(
     return out
 
 
+def start_build_workers() -> None:
+    """Start the process the build's workers come from, so that it is ready when a build is.
+
+    For a caller that will build with `workers` > 1 after something slow (a fetch): the
+    fork server's imports then overlap that instead of the build.
+    """
+    _fork_server()
+
+
 def _fork_server() -> multiprocessing.context.ForkServerContext:
     """The fork server context the build's workers come from, started now.
 
