@@ -36,6 +36,7 @@ from worker.search.commit_view import (
     read_manifest,
     write_commit,
 )
+from worker.search.memory import keep_freed_memory
 from worker.search.packs import PackedObjects, read_packed
 from worker.search.segment import Segment, UnknownFormat, segment_id, write_segment
 
@@ -170,8 +171,9 @@ def analyse(
 
 
 def _share_next_item(counter: Synchronized[int]) -> None:
-    """Pool initializer: the index of the next blob no worker has taken."""
+    """Pool initializer: the index of the next blob no worker has taken; memory kept."""
     _shared["next"] = counter
+    keep_freed_memory()
 
 
 def _take(ends: Sequence[int], size: int) -> tuple[int, int]:

@@ -4,7 +4,8 @@ Arrow's allocator and glibc's heap keep memory a phase freed; the next phase, wh
 come from the other allocator or are larger, faults in pages the system never handed out
 before, and a new page costs far more than one handed back and out again (several times
 more on a virtual machine). Handing freed memory back first lets the next phase reuse it,
-and keeps a build's peak resident set lower.
+and keeps a build's peak resident set lower. A process that only builds and then exits
+keeps what it freed instead (`keep_freed_memory`): measured, that is the faster of the two.
 """
 
 from __future__ import annotations
@@ -34,8 +35,24 @@ def _malloc_trim() -> Callable[[int], int] | None:
     return found
 
 
+_hand_back = True
+
+
+def keep_freed_memory() -> None:
+    """Make `release_freed_memory` do nothing in this process from now on.
+
+    For a process that builds and exits (a build worker of the mirror): pages it hands back
+    mid-build it faults in again at once, and two workers doing so together ran 2% slower
+    than holding on to them (a tenth higher peak).
+    """
+    global _hand_back  # noqa: PLW0603 - a per-process switch, set once at process start
+    _hand_back = False
+
+
 def release_freed_memory() -> None:
     """Return the memory Arrow's pool and the C heap hold unused to the system."""
+    if not _hand_back:
+        return
     pa.default_memory_pool().release_unused()
     trim = _malloc_trim()
     if trim is not None:
