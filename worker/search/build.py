@@ -26,6 +26,7 @@ from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 from typing import Final, cast
 
+import numpy as np
 import pygit2
 import structlog
 
@@ -48,6 +49,8 @@ MAX_SEGMENTS: Final = 8
 MIN_BLOBS_PER_WORKER: Final = 2000
 STEAL_BYTES: Final = 4 << 20
 """Bytes of blobs a build worker takes from the shared list at a time."""
+PACKED_TEXT_RATIO: Final = 4
+"""About how much larger a text blob is than its compressed bytes in a pack (Linux: 4.2)."""
 PACK_READ_MIN_BLOBS: Final = 256
 """Fewer blobs are read through libgit2: opening the pack indexes would cost more."""
 _REPO_ID = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -331,11 +334,13 @@ def _analyse_missing(
         write_segment(segments_dir, seg_id, tables)
         return [seg_id]
     context = _fork_server()
-    # Workers take runs of about equal bytes (an oversized blob counts for nothing: it is not
-    # analysed) as they go, so they finish together whatever each run costs.
-    odb = repo.odb
-    sizes = (odb.read_header(pygit2.Oid(raw=oid))[1] for _, oid in missing)
-    ends = list(itertools.accumulate(size if size <= max_blob_bytes else 0 for size in sizes))
+    # Workers take runs of about equal bytes as they go, so they finish together whatever
+    # each run costs. Packed blobs are weighed by their bytes in the pack (for balance only:
+    # near enough, and no object header read per blob); an oversized blob counts for nothing
+    # (it is not analysed).
+    ends = list(
+        itertools.accumulate(_work_weights(repo, [oid for _, oid in missing], max_blob_bytes))
+    )
     counter = context.Value("q", 0)
     with ProcessPoolExecutor(
         n_workers, mp_context=context, initializer=_share_next_item, initargs=(counter,)
@@ -353,6 +358,18 @@ def _analyse_missing(
             for _ in range(n_workers)
         ]
         return [seg for f in futures if (seg := f.result()) is not None]
+
+
+def _work_weights(repo: pygit2.Repository, oids: list[bytes], max_blob_bytes: int) -> list[int]:
+    """How much analysing each blob costs, about: its size, or its packed size times
+    PACKED_TEXT_RATIO; 0 for a blob too large to analyse."""
+    with PackedObjects(Path(repo.path) / "objects") as packs:
+        which, start, end = packs.spans(oids)
+    weights = ((end - start) * PACKED_TEXT_RATIO).tolist()
+    odb = repo.odb
+    for i in np.flatnonzero(which < 0).tolist():
+        weights[i] = odb.read_header(pygit2.Oid(raw=oids[i]))[1]
+    return [w if w <= max_blob_bytes else 0 for w in weights]
 
 
 def build_in_memory(
