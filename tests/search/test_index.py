@@ -355,3 +355,25 @@ def test_workers_share_the_blobs_and_agree_with_one_process(
         assert [(h.path, h.start_line, h.end_line) for h in got] == [
             (h.path, h.start_line, h.end_line) for h in want
         ]
+
+
+def test_workers_take_runs_that_shrink_towards_the_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs are STEAL_BYTES while much is left, a share of the rest near the end, and every
+    blob is taken exactly once."""
+    import itertools
+    import multiprocessing
+
+    sizes = [64 << 10] * 1000  # 64 MB of 64 KB blobs
+    ends = list(itertools.accumulate(sizes))
+    monkeypatch.setitem(build_module._shared, "next", multiprocessing.get_context().Value("q", 0))
+    runs = []
+    while True:
+        start, stop = build_module._take(ends, build_module.STEAL_BYTES, 2)
+        if start >= stop:
+            break
+        runs.append((start, stop))
+    assert [i for a, b in runs for i in range(a, b)] == list(range(1000))
+    run_bytes = [sum(sizes[a:b]) for a, b in runs]
+    assert run_bytes[0] == build_module.STEAL_BYTES
+    assert run_bytes[-1] <= build_module.MIN_STEAL_BYTES
+    assert run_bytes == sorted(run_bytes, reverse=True)

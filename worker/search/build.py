@@ -48,7 +48,8 @@ _shared: dict[str, Synchronized[int]] = {}
 MAX_SEGMENTS: Final = 8
 MIN_BLOBS_PER_WORKER: Final = 2000
 STEAL_BYTES: Final = 4 << 20
-"""Bytes of blobs a build worker takes from the shared list at a time."""
+"""Bytes of blobs a build worker takes from the shared list at a time, at most."""
+MIN_STEAL_BYTES: Final = 256 << 10
 PACKED_TEXT_RATIO: Final = 4
 """About how much larger a text blob is than its compressed bytes in a pack (Linux: 4.2)."""
 PACK_READ_MIN_BLOBS: Final = 256
@@ -179,14 +180,20 @@ def _share_next_item(counter: Synchronized[int]) -> None:
     keep_freed_memory()
 
 
-def _take(ends: Sequence[int], size: int) -> tuple[int, int]:
-    """The next run of blobs (about `size` bytes) for this worker: [start, stop)."""
+def _take(ends: Sequence[int], size: int, n_workers: int) -> tuple[int, int]:
+    """The next run of blobs for this worker: [start, stop).
+
+    About `size` bytes, less near the end (a share of what is left, down to MIN_STEAL_BYTES):
+    the last runs are small, so the workers finish together.
+    """
     next_item = _shared["next"]
     with next_item.get_lock():
         start = next_item.value
         if start >= len(ends):
             return start, start
-        stop = bisect.bisect_right(ends, (ends[start - 1] if start else 0) + size, start)
+        done = ends[start - 1] if start else 0
+        size = max(MIN_STEAL_BYTES, min(size, (ends[-1] - done) // (2 * n_workers)))
+        stop = bisect.bisect_right(ends, done + size, start)
         stop = max(stop, start + 1)
         next_item.value = stop
     return start, stop
@@ -200,6 +207,7 @@ def _analyse_shared(
     *,
     segments_dir: str,
     take_bytes: int,
+    n_workers: int,
 ) -> str | None:
     """Worker: analyse runs of blobs taken from the shared list until none is left; write
     what it took as one segment (None if it took nothing)."""
@@ -211,7 +219,7 @@ def _analyse_shared(
 
         def sources() -> Iterator[BlobSource]:
             while True:
-                start, stop = _take(ends, take_bytes)
+                start, stop = _take(ends, take_bytes, n_workers)
                 if start >= stop:
                     return
                 taken.extend(items[start:stop])
@@ -354,6 +362,7 @@ def _analyse_missing(
                 max_blob_bytes,
                 segments_dir=str(segments_dir),
                 take_bytes=STEAL_BYTES,
+                n_workers=n_workers,
             )
             for _ in range(n_workers)
         ]
