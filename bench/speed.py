@@ -55,6 +55,8 @@ class Figures:
     index_workers: int = 1
     code_index_seconds: float = 0.0
     incremental_seconds: float = 0.0
+    one_process_seconds: float = 0.0
+    """The same cold build with one process (so on one core), into a cache of its own."""
     latencies_ms: list[float] = field(default_factory=list)
     throughput_1: float = 0.0
     throughput_2: float = 0.0
@@ -66,6 +68,10 @@ class Figures:
     @property
     def build_mb_s(self) -> float:
         return self.indexable_mb / self.index_seconds if self.index_seconds else 0.0
+
+    @property
+    def one_process_mb_s(self) -> float:
+        return self.indexable_mb / self.one_process_seconds if self.one_process_seconds else 0.0
 
 
 def queries_for(corpus: str, count: int) -> list[str]:
@@ -146,6 +152,14 @@ def mirror_and_index(corpus: PreparedCorpus, cache: Path, figures: Figures) -> s
         started = time.monotonic()
         build_commit_index(cache, name, repo, corpus.edited_commit)
         figures.incremental_seconds = time.monotonic() - started
+    if figures.index_workers > 1:
+        # Per core without the cores sharing memory bandwidth: one process, a fresh cache.
+        one_process_cache = cache.parent / "one-process-cache"
+        shutil.rmtree(one_process_cache, ignore_errors=True)
+        started = time.monotonic()
+        build_commit_index(one_process_cache, name, repo, corpus.base_commit, workers=1)
+        figures.one_process_seconds = time.monotonic() - started
+        shutil.rmtree(one_process_cache, ignore_errors=True)
     return name
 
 
@@ -233,12 +247,21 @@ def measure_peers(
             figures.ripgrep_ms.append(1000 * (time.perf_counter() - started))
 
 
-def run_corpus(corpus: PreparedCorpus, work: Path, query_count: int) -> Figures:
+def run_corpus(
+    corpus: PreparedCorpus, work: Path, query_count: int, queries: Sequence[str] = ()
+) -> Figures:
+    """Measure one corpus: builds, latency, throughput, RSS, then the peers.
+
+    `queries` (cycled to `query_count`) default to the corpus's own question set.
+    """
     figures = Figures(corpus=corpus.name, files=corpus.files, source_mb=corpus.source_bytes / 1e6)
     cache = work / "speed" / corpus.name / "cache"
     print(f"[{corpus.name}] mirroring and indexing into {cache}", flush=True)
     name = mirror_and_index(corpus, cache, figures)
-    queries = queries_for(corpus.name, query_count)
+    if queries:
+        queries = [queries[i % len(queries)] for i in range(query_count)]
+    else:
+        queries = queries_for(corpus.name, query_count)
     with EmbeddedNats() as server:
         first = WorkerProcess(cache, server.url, concurrency=2).start()
         try:
@@ -280,6 +303,16 @@ def render(all_figures: Sequence[Figures]) -> str:
                 f.corpus,
                 "build MB/s (per core)",
                 f"{f.build_mb_s:.1f} ({per_core:.1f}, {f.index_workers} cores)",
+                "-",
+                "-",
+                f">= {BUILD_TARGET_MB_S_PER_CORE:.0f}/core",
+            ),
+            (
+                f.corpus,
+                "build MB/s, one process (one core)",
+                f"{f.one_process_mb_s:.1f} ({f.one_process_seconds:.1f} s)"
+                if f.one_process_seconds
+                else "n/a",
                 "-",
                 "-",
                 f">= {BUILD_TARGET_MB_S_PER_CORE:.0f}/core",
