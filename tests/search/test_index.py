@@ -13,6 +13,8 @@ from typing import cast
 
 import pygit2
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.search.conftest import RepoFactory
 from worker.errors import Timeout
@@ -377,3 +379,20 @@ def test_workers_take_runs_that_shrink_towards_the_end(monkeypatch: pytest.Monke
     assert run_bytes[0] == build_module.STEAL_BYTES
     assert run_bytes[-1] <= build_module.MIN_STEAL_BYTES
     assert run_bytes == sorted(run_bytes, reverse=True)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.text(st.characters(blacklist_characters="\0"), min_size=1),
+            st.binary(min_size=20, max_size=20),
+        ),
+        max_size=50,
+    )
+)
+def test_blob_list_gives_back_the_same_paths_and_oids(items: list[tuple[str, bytes]]) -> None:
+    """The build workers' packed blob list unpacks to exactly the (path, oid) pairs it got."""
+    ends = list(range(1, len(items) + 1))
+    blob_list = build_module._BlobList.of(items, ends)
+    assert blob_list.items() == items
+    assert blob_list.ends.tolist() == ends

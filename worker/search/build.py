@@ -21,12 +21,14 @@ import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from multiprocessing import get_context
 from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 from typing import Final, cast
 
 import numpy as np
+import numpy.typing as npt
 import pygit2
 import structlog
 
@@ -54,6 +56,7 @@ PACKED_TEXT_RATIO: Final = 4
 """About how much larger a text blob is than its compressed bytes in a pack (Linux: 4.2)."""
 PACK_READ_MIN_BLOBS: Final = 256
 """Fewer blobs are read through libgit2: opening the pack indexes would cost more."""
+_OID_BYTES: Final = 20
 _REPO_ID = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _FILE_MODES: Final = (pygit2.enums.FileMode.BLOB, pygit2.enums.FileMode.BLOB_EXECUTABLE)
 
@@ -199,10 +202,45 @@ def _take(ends: Sequence[int], size: int, n_workers: int) -> tuple[int, int]:
     return start, stop
 
 
+@dataclass(frozen=True, slots=True)
+class _BlobList:
+    """The (path, oid) list every build worker takes runs from, and the running total of
+    the blobs' weights, in a form that pickles as a few buffers.
+
+    A list of 78k (path, oid) tuples took 0.07 s to pickle per worker and as long to load.
+    """
+
+    paths: str
+    """The paths joined by NUL (which no git path holds)."""
+    oids: bytes
+    ends: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, items: Sequence[tuple[str, bytes]], ends: Sequence[int]) -> _BlobList:
+        """The packed form of `items` and their cumulative weights."""
+        return cls(
+            "\0".join(path for path, _ in items),
+            b"".join(oid for _, oid in items),
+            np.asarray(ends, dtype=np.int64),
+        )
+
+    def items(self) -> list[tuple[str, bytes]]:
+        """The (path, oid) list again."""
+        oids = self.oids
+        if not oids:
+            return []
+        return list(
+            zip(
+                self.paths.split("\0"),
+                (oids[i : i + _OID_BYTES] for i in range(0, len(oids), _OID_BYTES)),
+                strict=True,
+            )
+        )
+
+
 def _analyse_shared(
     repo_path: str,
-    items: list[tuple[str, bytes]],
-    ends: list[int],
+    blob_list: _BlobList,
     max_blob_bytes: int,
     *,
     segments_dir: str,
@@ -212,6 +250,8 @@ def _analyse_shared(
     """Worker: analyse runs of blobs taken from the shared list until none is left; write
     what it took as one segment (None if it took nothing)."""
     started = time.perf_counter()
+    items = blob_list.items()
+    ends = blob_list.ends.tolist()
     repo = pygit2.Repository(repo_path)
     taken: list[tuple[str, bytes]] = []
     builder = SegmentBuilder(max_blob_bytes)
@@ -349,6 +389,7 @@ def _analyse_missing(
     ends = list(
         itertools.accumulate(_work_weights(repo, [oid for _, oid in missing], max_blob_bytes))
     )
+    blob_list = _BlobList.of(missing, ends)
     counter = context.Value("q", 0)
     with ProcessPoolExecutor(
         n_workers, mp_context=context, initializer=_share_next_item, initargs=(counter,)
@@ -357,8 +398,7 @@ def _analyse_missing(
             pool.submit(
                 _analyse_shared,
                 repo.path,
-                missing,
-                ends,
+                blob_list,
                 max_blob_bytes,
                 segments_dir=str(segments_dir),
                 take_bytes=STEAL_BYTES,
