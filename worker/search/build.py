@@ -40,7 +40,7 @@ from worker.search.commit_view import (
     write_commit,
 )
 from worker.search.memory import keep_freed_memory
-from worker.search.packs import PackedObjects, read_packed
+from worker.search.packs import OID_BYTES, PackedObjects, read_packed
 from worker.search.segment import Segment, UnknownFormat, segment_id, write_segment
 
 log = structlog.get_logger(__name__)
@@ -56,7 +56,6 @@ PACKED_TEXT_RATIO: Final = 4
 """About how much larger a text blob is than its compressed bytes in a pack (Linux: 4.2)."""
 PACK_READ_MIN_BLOBS: Final = 256
 """Fewer blobs are read through libgit2: opening the pack indexes would cost more."""
-_OID_BYTES: Final = 20
 _REPO_ID = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _FILE_MODES: Final = (pygit2.enums.FileMode.BLOB, pygit2.enums.FileMode.BLOB_EXECUTABLE)
 
@@ -232,7 +231,7 @@ class _BlobList:
         return list(
             zip(
                 self.paths.split("\0"),
-                (oids[i : i + _OID_BYTES] for i in range(0, len(oids), _OID_BYTES)),
+                (oids[i : i + OID_BYTES] for i in range(0, len(oids), OID_BYTES)),
                 strict=True,
             )
         )

@@ -24,7 +24,7 @@ I64 = npt.NDArray[np.int64]
 
 _IDX_MAGIC: Final = b"\377tOc"
 _IDX_HEADER: Final = 8 + 256 * 4
-_OID_BYTES: Final = 20
+OID_BYTES: Final = 20
 _TRAILER: Final = 20
 """A pack ends with the SHA-1 of its contents."""
 _BLOB: Final = 3
@@ -62,11 +62,11 @@ class _Pack:
             return None
         n = int(raw[8:_IDX_HEADER].view(">u4")[-1])
         names_at = _IDX_HEADER
-        offsets_at = names_at + n * (_OID_BYTES + 4)
+        offsets_at = names_at + n * (OID_BYTES + 4)
         large_at = offsets_at + 4 * n
         if len(raw) < large_at + 2 * _TRAILER:
             return None
-        names = raw[names_at : names_at + n * _OID_BYTES].reshape(n, _OID_BYTES)
+        names = raw[names_at : names_at + n * OID_BYTES].reshape(n, OID_BYTES)
         small = raw[offsets_at:large_at].view(">u4").astype(np.int64)
         large = small >= _LARGE_OFFSET
         offsets = small
@@ -128,7 +128,7 @@ class PackedObjects:
         end = np.full(n, -1, dtype=np.int64)
         if not self._packs or not n:
             return which, start, end
-        wanted = np.frombuffer(b"".join(oids), dtype=np.uint8).reshape(n, _OID_BYTES)
+        wanted = np.frombuffer(b"".join(oids), dtype=np.uint8).reshape(n, OID_BYTES)
         for i, pack in enumerate(self._packs):
             todo = np.flatnonzero(which < 0)
             if not len(todo):
