@@ -100,3 +100,14 @@ def test_texts_renumbered_and_counts_summed() -> None:
     assert found.chunk[start : start + n].tolist() == [0, 1]
     assert found.tf_body[start : start + n].tolist() == [2, 1]
     assert rows.lengths[0].tolist()[2] == 1
+
+
+def test_counts_and_texts_past_16_bits_kept_exactly() -> None:
+    """A batch with over 65,536 texts, or a count over 65,535, keeps exact 32-bit rows."""
+    many = [b"alpha"] * 70_000 + [b"beta " * 70_000]
+    got, lengths = count_with([many[:3], many])
+    assert got["alpha", 0] == 1
+    assert got["alpha", 3 + 69_999] == 1
+    assert got["beta", 3 + 70_000] == 70_000
+    assert lengths[-1] == 70_000
+    assert len(lengths) == 3 + 70_001

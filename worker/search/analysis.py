@@ -169,8 +169,9 @@ class SegmentBuilder:
                 "blob": blob_index[chunks.blob],
                 "start_line": chunks.start_row.astype(np.int32) + 1,
                 "end_line": chunks.end_row.astype(np.int32) + 1,
-                "symbol": chunks.symbol,
-                "kind": chunks.kind,
+                # Arrow, not lists of str: the parts of a whole build are held to its end.
+                "symbol": pa.array(chunks.symbol, pa.string()),
+                "kind": pa.array(chunks.kind, pa.string()),
             }
         )
         self.n_chunks += n
@@ -222,7 +223,9 @@ class SegmentBuilder:
             return np.concatenate([p[name] for p in parts])[keep]
 
         def strings(name: str) -> pa.Array:
-            return pa.array([v for p in parts for v in p[name]], pa.string()).filter(mask)
+            return pa.concat_arrays([pa.array([], pa.string())] + [p[name] for p in parts]).filter(
+                mask
+            )
 
         chunks = pa.table(
             {

@@ -3,11 +3,11 @@
 The same analysis as `worker.search.tokens` (which the query side uses), done in bulk. A
 batch's raw tokens are found with byte tables and numpy and made distinct with Arrow's
 dictionary encoding; its rows count each distinct token per text, naming the token by a slot
-(its place among the batch's distinct tokens, numbered on through the build). Nothing is
-looked up per batch: at the end every slot's string is deduplicated at once, each distinct
-token is analysed once with array operations (PyStemmer called once, on the distinct parts),
-and the rows are expanded into (term, text) counts with one integer sort. Python never
-touches a token occurrence, nor a distinct token.
+(its place among the batch's distinct tokens). Nothing is looked up per batch: at the end
+the batches' distinct tokens are deduplicated at once (one dictionary over them all), each
+distinct token is analysed once with array operations (PyStemmer called once, on the
+distinct parts), and the rows are expanded into (term, text) counts with one integer sort.
+Python never touches a token occurrence, nor a distinct token.
 
 Terms get ids in the order of their UTF-8 bytes, so rows sorted by term id are sorted by term.
 """
@@ -241,17 +241,25 @@ def _identifier_parts(data: U8, offsets: I64) -> tuple[U8, I32, pa.DictionaryArr
 class _Rows:
     """One batch's rows of one field: each distinct (token, text) pair with its count.
 
-    `token` holds slots until `TermRows.analyse`, raw token ids after; `text` counts from
-    `first_text`.
+    `token` holds the batch's slots (its place among the batch's distinct tokens, in
+    `TermRows` string chunk `chunk`) until `TermRows.analyse`, raw token ids after; `text`
+    counts from `first_text`. Each column is as narrow as its values allow (16 bits for
+    most batches): the rows of a whole build are held until its end.
     """
 
     first_text: int
     n_texts: int
-    token: I32
-    text: I32
-    count: I32
+    chunk: int
+    token: npt.NDArray[np.integer]
+    text: npt.NDArray[np.integer]
+    count: npt.NDArray[np.integer]
     n_terms: int = 0
     """Rows the batch's pairs expand into (after `analyse`)."""
+
+
+def _narrow(values: I64, limit: int) -> npt.NDArray[np.integer]:
+    """`values` (all in [0, limit)) as uint16 when limit allows, else int32."""
+    return values.astype(np.uint16 if limit <= 1 << 16 else np.int32)
 
 
 class TermRows:
@@ -264,7 +272,6 @@ class TermRows:
 
     def __init__(self, n_fields: int) -> None:
         self._strings: list[pa.Array] = []
-        self._n_slots = 0
         self._rows: list[list[_Rows]] = [[] for _ in range(n_fields)]
         self._token_terms = TokenTerms(
             pa.array([], pa.binary()), np.zeros(1, np.int64), np.zeros(0, np.int32)
@@ -298,32 +305,37 @@ class TermRows:
             _Rows(
                 first_text,
                 len(text_starts),
-                ((keys >> 32) + self._n_slots).astype(np.int32),
-                (keys & 0xFFFFFFFF).astype(np.int32),
-                counts.astype(np.int32),
+                len(self._strings),
+                _narrow(keys >> 32, n_valid),
+                _narrow(keys & 0xFFFFFFFF, len(text_starts)),
+                _narrow(counts, int(counts.max()) + 1),
             )
         )
         self._strings.append(distinct if n_valid == len(distinct) else distinct.filter(valid))
-        self._n_slots += n_valid
 
     def analyse(self, n_texts: int) -> pa.Array:
         """Analyse every distinct token seen; returns the terms (binary, ascending), by id.
 
         Fills `lengths`: per field, each text's count of term occurrences.
         """
-        strings = pa.concat_arrays(self._strings) if self._strings else pa.array([], pa.binary())
+        # Encoded chunk by chunk (one per batch), against one dictionary: no copy of them all.
+        encoded = pa.chunked_array(self._strings, pa.binary()).dictionary_encode()
         self._strings = []
-        encoded = strings.dictionary_encode()
-        raw_of_slot = encoded.indices.to_numpy()
-        del strings
+        raw_of_slot = [chunk.indices.to_numpy() for chunk in encoded.iterchunks()]
+        tokens = (
+            encoded.chunk(encoded.num_chunks - 1).dictionary
+            if encoded.num_chunks
+            else pa.array([], pa.binary())
+        )
+        del encoded
         release_freed_memory()
-        self._token_terms = analyse_tokens(encoded.dictionary)
+        self._token_terms = analyse_tokens(tokens)
         per_token = np.diff(self._token_terms.starts).astype(np.int32)
         self.lengths = []
         for parts in self._rows:
             lengths = np.zeros(n_texts, dtype=np.int64)
             for rows in parts:
-                rows.token = raw_of_slot[rows.token]
+                rows.token = raw_of_slot[rows.chunk][rows.token]
                 weight = per_token[rows.token] * rows.count
                 rows.n_terms = int(per_token[rows.token].sum())
                 lengths[rows.first_text : rows.first_text + rows.n_texts] += np.bincount(
