@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import Final
 
 import pyarrow as pa
 
@@ -35,18 +36,44 @@ def _malloc_trim() -> Callable[[int], int] | None:
     return found
 
 
+@cache
+def _mallopt() -> Callable[[int, int], int] | None:
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        mallopt = ctypes.CDLL(name).mallopt
+    except (OSError, AttributeError):
+        return None
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    found: Callable[[int, int], int] = mallopt
+    return found
+
+
 _hand_back = True
 
 
+_M_TRIM_THRESHOLD: Final = -1
+_M_MMAP_MAX: Final = -4
+
+
 def keep_freed_memory() -> None:
-    """Make `release_freed_memory` do nothing in this process from now on.
+    """Make `release_freed_memory` do nothing in this process from now on, and have the C
+    heap keep what is freed too.
 
     For a process that builds and exits (a build worker of the mirror): pages it hands back
     mid-build it faults in again at once, and two workers doing so together ran 2% slower
-    than holding on to them (a tenth higher peak).
+    than holding on to them (a tenth higher peak). glibc would still map each large array
+    afresh and unmap it when freed: with no mapping per allocation and no trimming, a freed
+    array's pages serve the next ones (fewer page faults, a build 2% faster).
     """
     global _hand_back  # noqa: PLW0603 - a per-process switch, set once at process start
     _hand_back = False
+    mallopt = _mallopt()
+    if mallopt is not None:
+        mallopt(_M_MMAP_MAX, 0)
+        mallopt(_M_TRIM_THRESHOLD, 2**31 - 1)
 
 
 def release_freed_memory() -> None:
