@@ -8,8 +8,8 @@ from pathlib import Path
 import pygit2
 
 from tests.search.conftest import RepoFactory
-from worker.search.build import blob_sources, tree_blobs
-from worker.search.packs import read_packed
+from worker.search.build import _work_weights, blob_sources, tree_blobs
+from worker.search.packs import PackedObjects, read_packed
 
 FILES = {
     "a.py": b"def a():\n    return 1\n" * 50,
@@ -71,3 +71,29 @@ def test_blob_sources_same_with_and_without_packs(make_repo: Callable[[str], Rep
     assert [(s.oid, s.path, s.data, max(s.size, len(s.data))) for s in through_packs] == [
         (s.oid, s.path, s.data, max(s.size, len(s.data))) for s in through_libgit2
     ]
+
+
+def test_blob_sizes_from_pack_headers(make_repo: Callable[[str], RepoFactory]) -> None:
+    """A whole packed blob's size is read from its header; a delta or an unknown id is -1."""
+    repo, commit = packed_repo(make_repo)
+    oids = [oid for _, oid in tree_blobs(repo, commit)]
+    with PackedObjects(Path(repo.path) / "objects") as packs:
+        sizes = packs.blob_sizes([*oids, b"\1" * 20]).tolist()
+        whole = [data is not None for data, _ in packs.read(oids, 1 << 20)]
+    assert sizes[-1] == -1
+    for oid, size, is_whole in zip(oids, sizes[:-1], whole, strict=True):
+        assert size == (repo[pygit2.Oid(raw=oid)].peel(pygit2.Blob).size if is_whole else -1)
+    assert sum(whole) >= 3
+
+
+def test_work_weights_are_blob_sizes(make_repo: Callable[[str], RepoFactory]) -> None:
+    """A build weighs every blob (whole, delta or loose) by its size; an oversized one by 0."""
+    repo, commit = packed_repo(make_repo)
+    oids = [oid for _, oid in tree_blobs(repo, commit)]
+    sizes = [repo[pygit2.Oid(raw=oid)].peel(pygit2.Blob).size for oid in oids]
+    assert _work_weights(repo, oids, 1000) == [s if s <= 1000 else 0 for s in sizes]
+    loose = make_repo("loose")
+    loose_oids = [oid for _, oid in tree_blobs(loose.repo, loose.commit(FILES))]
+    assert sorted(_work_weights(loose.repo, loose_oids, 1 << 20)) == sorted(
+        len(data) for data in FILES.values()
+    )

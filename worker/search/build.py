@@ -52,8 +52,6 @@ MIN_BLOBS_PER_WORKER: Final = 2000
 STEAL_BYTES: Final = 4 << 20
 """Bytes of blobs a build worker takes from the shared list at a time, at most."""
 MIN_STEAL_BYTES: Final = 256 << 10
-PACKED_TEXT_RATIO: Final = 4
-"""About how much larger a text blob is than its compressed bytes in a pack (Linux: 4.2)."""
 PACK_READ_MIN_BLOBS: Final = 256
 """Fewer blobs are read through libgit2: opening the pack indexes would cost more."""
 _REPO_ID = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -382,9 +380,7 @@ def _analyse_missing(
         return [seg_id]
     context = _fork_server()
     # Workers take runs of about equal bytes as they go, so they finish together whatever
-    # each run costs. Packed blobs are weighed by their bytes in the pack (for balance only:
-    # near enough, and no object header read per blob); an oversized blob counts for nothing
-    # (it is not analysed).
+    # each run costs; an oversized blob counts for nothing (it is not analysed).
     ends = list(
         itertools.accumulate(_work_weights(repo, [oid for _, oid in missing], max_blob_bytes))
     )
@@ -409,14 +405,19 @@ def _analyse_missing(
 
 
 def _work_weights(repo: pygit2.Repository, oids: list[bytes], max_blob_bytes: int) -> list[int]:
-    """How much analysing each blob costs, about: its size, or its packed size times
-    PACKED_TEXT_RATIO; 0 for a blob too large to analyse."""
+    """How much analysing each blob costs, about: its size; 0 for one too large to analyse.
+
+    Sizes of whole packed blobs come from their pack headers; deltas (a tenth of Linux's
+    blobs, and a fifth of its bytes: near-copies under tools/ and arch/) and the rest from
+    libgit2. A delta's packed size says nothing of its blob's: weighed by it, the last runs
+    of a build were far heavier than they seemed.
+    """
     with PackedObjects(Path(repo.path) / "objects") as packs:
-        which, start, end = packs.spans(oids)
-    weights = ((end - start) * PACKED_TEXT_RATIO).tolist()
+        weights = packs.blob_sizes(oids).tolist()
     odb = repo.odb
-    for i in np.flatnonzero(which < 0).tolist():
-        weights[i] = odb.read_header(pygit2.Oid(raw=oids[i]))[1]
+    for i, weight in enumerate(weights):
+        if weight < 0:
+            weights[i] = odb.read_header(pygit2.Oid(raw=oids[i]))[1]
     return [w if w <= max_blob_bytes else 0 for w in weights]
 
 

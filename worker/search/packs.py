@@ -10,6 +10,7 @@ underneath) is left to libgit2, so the bytes are always the blob's.
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from collections.abc import Iterator, Sequence
@@ -33,6 +34,8 @@ _INFLATE_ERROR: Final[type[Exception]] = isal_zlib.error  # type: ignore[assignm
 """(isal's stub declares its error as an instance, not a class.)"""
 _MAX_HEADER: Final = 16
 """Bytes of an object's type-and-size header, at most (10 would do for 64-bit sizes)."""
+_SIZE_HEADER: Final = 10
+"""Bytes of a header that hold any 64-bit size."""
 _ONE_READ_BYTES: Final = 1 << 16
 """Objects up to this size in the pack are read whole; larger ones header first."""
 
@@ -137,6 +140,33 @@ class PackedObjects:
             hit = s >= 0
             which[todo[hit]], start[todo[hit]], end[todo[hit]] = i, s[hit], e[hit]
         return which, start, end
+
+    def blob_sizes(self, oids: Sequence[bytes]) -> I64:
+        """Each object's size if it is a blob stored whole in a pack, else -1 (a delta, an
+        object in no pack: libgit2 knows its size).
+
+        The headers are read through a map of each pack, all at once: a read per object
+        took 0.12 s for Linux's 78k blobs, the map a fifth of that.
+        """
+        which, start, _ = self.spans(oids)
+        head = np.zeros((len(oids), _SIZE_HEADER), dtype=np.uint8)
+        for i, fd in enumerate(self._fds):
+            found = np.flatnonzero(which == i)
+            if not len(found):
+                continue
+            with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mapped:
+                data = np.frombuffer(mapped, dtype=np.uint8)
+                at = np.minimum(start[found, None] + np.arange(_SIZE_HEADER), len(data) - 1)
+                head[found] = data[at]
+                del data
+        first = head[:, 0]
+        size = (first & 15).astype(np.int64)
+        going = first >= 0x80
+        for k in range(1, _SIZE_HEADER):
+            size[going] |= (head[going, k] & 0x7F).astype(np.int64) << (4 + 7 * (k - 1))
+            going &= head[:, k] >= 0x80
+        is_blob = (which >= 0) & ((first >> 4) & 7 == _BLOB) & ~going
+        return np.where(is_blob, size, -1)
 
     def read(self, oids: Sequence[bytes], max_bytes: int) -> Iterator[tuple[bytes | None, int]]:
         """For each oid in order: (data, size) of a whole packed blob, (b"", size) when it is
