@@ -16,39 +16,34 @@ import os
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import pyarrow as pa
 
 
-@cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    name = ctypes.util.find_library("c")
-    if name is None:
+def _libc(name: str, *argtypes: type[Any]) -> Callable[..., int] | None:
+    """A function of the C library (None where it has none, as off glibc)."""
+    library = ctypes.util.find_library("c")
+    if library is None:
         return None
     try:
-        trim = ctypes.CDLL(name).malloc_trim
+        function = getattr(ctypes.CDLL(library), name)
     except (OSError, AttributeError):
         return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    found: Callable[[int], int] = trim
+    function.argtypes = list(argtypes)
+    function.restype = ctypes.c_int
+    found: Callable[..., int] = function
     return found
+
+
+@cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    return _libc("malloc_trim", ctypes.c_size_t)
 
 
 @cache
 def _mallopt() -> Callable[[int, int], int] | None:
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
-    try:
-        mallopt = ctypes.CDLL(name).mallopt
-    except (OSError, AttributeError):
-        return None
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    found: Callable[[int, int], int] = mallopt
-    return found
+    return _libc("mallopt", ctypes.c_int, ctypes.c_int)
 
 
 _hand_back = True
