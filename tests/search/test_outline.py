@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.search.c_lexer import C_LEXEMES, c_lexemes
 from worker.search.chunking import _Definition, _definitions, chunk_blob, line_starts
+from worker.search.lexers import C_LEXEMES, PY_LEXEMES, c_lexemes, python_lexemes
 from worker.search.outline import c_outlines, python_outlines
 
 Flat = list[tuple[int, int, str, str]]
+Lexer = Callable[[Any, Any, Any, Any], tuple[Any, Any]]
 
 
 def flat(roots: list[_Definition]) -> Flat:
@@ -268,18 +273,18 @@ def test_rows_of_outline_cover_file_rows() -> None:
                 assert int(outline.rows.max()) < n_rows
 
 
-def reference_lexemes(data: bytes) -> list[tuple[int, int]]:
-    return [m.span() for m in C_LEXEMES.finditer(data)]
+def reference_lexemes(data: bytes, pattern: re.Pattern[bytes] = C_LEXEMES) -> list[tuple[int, int]]:
+    return [m.span() for m in pattern.finditer(data)]
 
 
-def array_lexemes(files: list[bytes]) -> list[list[tuple[int, int]]]:
+def array_lexemes(files: list[bytes], lexer: Lexer = c_lexemes) -> list[list[tuple[int, int]]]:
     """Lexemes of files lexed together, as spans within each file."""
     data = b"\n".join(files)
     sizes = np.array([len(f) for f in files], dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(sizes + 1)[:-1]]).astype(np.int64)
     ends = starts + sizes
     a = np.frombuffer(data, dtype=np.uint8)
-    ls, le = c_lexemes(a, starts, ends, np.flatnonzero(a == 10))
+    ls, le = lexer(a, starts, ends, np.flatnonzero(a == 10))
     out: list[list[tuple[int, int]]] = [[] for _ in files]
     for s, e in zip(ls.tolist(), le.tolist(), strict=True):
         i = int(np.searchsorted(starts, s, side="right")) - 1
@@ -314,3 +319,35 @@ def test_c_lexemes_known_cases() -> None:
 def test_c_lexemes_equal_the_regex(files: list[bytes]) -> None:
     """Any mix of the bytes that matter, several files at once: the regex's spans."""
     assert array_lexemes(files) == [reference_lexemes(f) for f in files]
+
+
+PY_LEXEME_CASES = [
+    PY_SOURCE,
+    b'x = """never closed\ny = 1 # c\n',
+    rb"s = '''a\''' b''' + 'c\'d' # q'" + b'\nt = """""""x"',
+    b"u = 'line\\\n still' ; v = 'broken\n'",
+    b'w = """a""""b"""" # "',
+    b"'''",
+    b"z = '",
+]
+
+
+def test_python_lexemes_known_cases() -> None:
+    """Comments, short and triple-quoted strings, escapes, unclosed ones: the regex's spans."""
+    got = array_lexemes(PY_LEXEME_CASES, python_lexemes)
+    assert got == [reference_lexemes(f, PY_LEXEMES) for f in PY_LEXEME_CASES]
+
+
+python_lexeme_bytes = st.lists(
+    st.sampled_from([b'"', b"'", b'"""', b"'''", b"#", b"\\", b"\n", b"a", b" "]),
+    max_size=60,
+).map(b"".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(python_lexeme_bytes, min_size=1, max_size=4))
+def test_python_lexemes_equal_the_regex(files: list[bytes]) -> None:
+    """Any mix of quotes, hashes, backslashes and newlines, several files at once: the
+    regex's spans."""
+    expected = [reference_lexemes(f, PY_LEXEMES) for f in files]
+    assert array_lexemes(files, python_lexemes) == expected

@@ -26,7 +26,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from worker.search.c_lexer import c_lexemes
+from worker.search.lexers import c_lexemes, python_lexemes
 
 U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
@@ -35,14 +35,6 @@ Spans = tuple[I64, I64]
 
 # Unrolled loops and no capture groups: several times faster in `re` than the plain forms.
 _C_MACRO_HEAD: Final = re.compile(rb"#[ \t]*define[ \t]+\w+\([^)\n\\]*(?:\\.[^)\n\\]*)*\)", re.S)
-_PY_LEXEMES: Final = re.compile(
-    rb"#[^\n]*"
-    rb'|"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'
-    rb"|'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"
-    rb'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
-    rb"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'",
-    re.S,
-)
 
 
 def _table(chars: bytes) -> Mask:
@@ -513,7 +505,7 @@ def python_outlines(files: Sequence[bytes]) -> list[Outline | None]:
     batch = _Batch(files)
     a = batch.a
     n = len(a)
-    ls, le = batch.lexemes(_PY_LEXEMES)
+    ls, le = python_lexemes(a, batch.starts, batch.ends, batch.newlines)
     pos = batch.structure(b"()[]{}\n", ls, le)
     ch = a[pos]
     step = _PY_OPEN[ch].astype(np.int64) - _PY_CLOSE[ch]

@@ -1,7 +1,8 @@
-"""C and C++ comments, string and character literals and directives, found with array ops.
+"""Comments, string literals (and C directives) of C, C++ and Python, found with array ops.
 
-The same spans as a scan with `C_LEXEMES` (finditer over each file), without a regular
-expression engine walking every byte. Every place a lexeme could start (`//`, `/*`, `"`,
+The same spans as a scan with `C_LEXEMES` or `PY_LEXEMES` (finditer over each file), without
+a regular expression engine walking every byte (which took 6% of a Python repository's
+build). Every place a lexeme could start (`//`, `/*`, `"`,
 `'`, `#`) gets the end it would have if one started there, from the next newline, `*/`,
 quote, each found for all at once; then the lexemes that really start are those a scan
 reaches: the first candidate, then the first one at or after its end, and so on, a chain
@@ -10,7 +11,8 @@ followed for all its links at once by pointer doubling.
 Inside a literal or a directive a backslash escapes the next byte, so a quote or newline
 after an odd run of backslashes does not end one. Inside a directive a block comment is
 skipped whole (it may span lines) and quotes mean nothing; one that never closes ends the
-directive where it starts.
+directive where it starts. In Python a triple-quoted string runs to the first unescaped
+triple quote; one that never closes is read as the empty string its first two quotes make.
 """
 
 from __future__ import annotations
@@ -34,6 +36,15 @@ C_LEXEMES: Final = re.compile(
     re.S,
 )
 """What `c_lexemes` finds, as a regular expression (the reference its tests compare with)."""
+PY_LEXEMES: Final = re.compile(
+    rb"#[^\n]*"
+    rb'|"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'
+    rb"|'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"
+    rb'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+    rb"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'",
+    re.S,
+)
+"""What `python_lexemes` finds: comments, strings (string prefixes are read as names)."""
 
 _SLASH, _STAR, _QUOTE, _APOSTROPHE, _HASH, _BACKSLASH, _NEWLINE = 47, 42, 34, 39, 35, 92, 10
 _EMPTY: Final = np.zeros(0, dtype=np.int64)
@@ -80,6 +91,61 @@ def c_lexemes(a: U8, file_starts: I64, file_ends: I64, newlines: I64) -> Spans:
     marks = (open_newlines, openers, closers)
     files = (file_starts, file_ends)
     kinds.append((hashes, _directive_ends(a, hashes, marks, files, never)))
+    return _chained(kinds)
+
+
+def python_lexemes(a: U8, file_starts: I64, file_ends: I64, newlines: I64) -> Spans:
+    """[start, end) of every comment and string of each file [file_starts, file_ends) of `a`.
+
+    Files must be apart by at least one byte that is no quote. `newlines`: the positions of
+    every b"\\n" in `a`.
+    """
+    n = len(a)
+    if not n:
+        return _EMPTY, _EMPTY
+    never = n + 1
+    marked = a == _HASH
+    for value in (_QUOTE, _APOSTROPHE):
+        marked |= a == value
+    at = np.flatnonzero(marked)
+    byte = a[at]
+    # Where a lexeme starting at each candidate would end; -1 where none can start.
+    end = np.full(len(at), -1, dtype=np.int64)
+    e = _file_end(at, file_starts, file_ends)
+    # The first newline after each candidate, and the first no backslash escapes.
+    newline = np.searchsorted(newlines, at)
+    is_open = np.append(~_escaped(a, newlines), True)
+    ends_line = np.append(newlines, never)
+    open_at = np.where(is_open, np.arange(len(ends_line)), len(ends_line) - 1)
+    open_newline = ends_line[np.minimum.accumulate(open_at[::-1])[::-1][newline]]
+    hashes = np.flatnonzero(byte == _HASH)
+    end[hashes] = np.minimum(ends_line[newline[hashes]], e[hashes])
+    for quote in (_QUOTE, _APOSTROPHE):
+        which = np.flatnonzero(byte == quote)
+        quotes = at[which]
+        unescaped = ~_escaped(a, quotes)
+        closing = np.append(quotes[unescaped], never)
+        # The first unescaped quote after each: count the unescaped ones up to it.
+        close = closing[np.cumsum(unescaped)]
+        ok = (close < open_newline[which]) & (close < e[which])
+        end[which[ok]] = close[ok] + 1
+        # Three quotes in a row: a string to the next unescaped three, if the file has one.
+        triple = (a[np.minimum(quotes + 1, n - 1)] == quote) & (
+            a[np.minimum(quotes + 2, n - 1)] == quote
+        )
+        triple &= quotes + 2 < n
+        opens = np.flatnonzero(triple)
+        close = _next(quotes[triple & unescaped], quotes[opens] + 3, never) + 3
+        closed = close <= e[which[opens]]
+        end[which[opens[closed]]] = close[closed]
+    real = end >= 0
+    starts, ends = at[real], end[real]
+    chain = _chain(np.searchsorted(starts, ends))
+    return starts[chain], ends[chain]
+
+
+def _chained(kinds: list[tuple[I64, I64]]) -> Spans:
+    """The lexemes a scan reaches among candidates (start, end; -1 where none can start)."""
     starts = np.concatenate([k[0] for k in kinds])
     ends = np.concatenate([k[1] for k in kinds])
     real = ends >= 0
