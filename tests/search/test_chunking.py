@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.search.chunking import TEXT_WINDOW_LINES, chunk_blob
+from worker.search.chunking import MINIFIED_LINE_BYTES, TEXT_WINDOW_LINES, chunk_blob
 
 
 def spans(data: bytes, language: str | None) -> list[tuple[int, int, str | None]]:
@@ -219,6 +219,16 @@ def test_plain_text_line_windows() -> None:
     assert all(end - start < TEXT_WINDOW_LINES for start, end, _ in result)
     covered = [n for start, end, _ in result for n in range(start, end + 1)]
     assert covered == [n for n in range(1, 101) if n != 30]
+
+
+def test_minified_code_is_chunked_as_text() -> None:
+    """Code whose lines average over MINIFIED_LINE_BYTES gets line windows, not definitions."""
+    body = b"".join(b"function f%d(a){return a+%d}" % (i, i) for i in range(200))
+    minified = b"/*! lib v1 */\n" + body
+    assert len(minified) > 2 * MINIFIED_LINE_BYTES
+    assert spans(minified, "javascript") == [(1, 2, None)]
+    written = minified.replace(b"}", b"}\n")
+    assert spans(written, "javascript")[:2] == [(1, 2, "f0"), (3, 3, "f1")]
 
 
 def test_blank_blob_has_no_chunks() -> None:
