@@ -396,3 +396,19 @@ def test_blob_list_gives_back_the_same_paths_and_oids(items: list[tuple[str, byt
     blob_list = build_module._BlobList.of(items, ends)
     assert blob_list.items() == items
     assert blob_list.ends.tolist() == ends
+
+
+def test_build_workers_leave_inherited_objects_out_of_collection() -> None:
+    """A build worker starts with what it inherited frozen: collections never walk it."""
+    import gc
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = build_module._fork_server()
+    with ProcessPoolExecutor(
+        1,
+        mp_context=context,
+        initializer=build_module._share_next_item,
+        initargs=(context.Value("q", 0),),
+    ) as pool:
+        frozen = pool.submit(gc.get_freeze_count).result()
+    assert frozen > 10_000  # numpy, Arrow and the grammars' objects, preloaded
