@@ -412,3 +412,22 @@ def test_build_workers_leave_inherited_objects_out_of_collection() -> None:
     ) as pool:
         frozen = pool.submit(gc.get_freeze_count).result()
     assert frozen > 10_000  # numpy, Arrow and the grammars' objects, preloaded
+
+
+@pytest.mark.parametrize(
+    ("main_name", "preloaded"),
+    [("bench.speed", True), ("pytest.__main__", False), ("worker.__main__", False), (None, False)],
+)
+def test_fork_server_preloads_a_main_module_run_by_name(
+    monkeypatch: pytest.MonkeyPatch, main_name: str | None, preloaded: bool
+) -> None:
+    """A `-m` program's main module is imported by the fork server; a package's is not."""
+    import sys
+    import types
+
+    main = types.ModuleType("__main__")
+    main.__spec__ = types.SimpleNamespace(name=main_name) if main_name else None  # type: ignore[assignment]
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    preload = build_module.fork_server_preload()
+    assert build_module.__name__ in preload
+    assert (main_name in preload) is preloaded
