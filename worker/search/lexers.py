@@ -138,20 +138,21 @@ def python_lexemes(a: U8, file_starts: I64, file_ends: I64, newlines: I64) -> Sp
         close = _next(quotes[triple & unescaped], quotes[opens] + 3, never) + 3
         closed = close <= e[which[opens]]
         end[which[opens[closed]]] = close[closed]
-    real = end >= 0
-    starts, ends = at[real], end[real]
-    chain = _chain(np.searchsorted(starts, ends))
-    return starts[chain], ends[chain]
+    return _reached(at, end)
 
 
 def _chained(kinds: list[tuple[I64, I64]]) -> Spans:
-    """The lexemes a scan reaches among candidates (start, end; -1 where none can start)."""
+    """The lexemes a scan reaches among candidates of several kinds (start, end)."""
     starts = np.concatenate([k[0] for k in kinds])
     ends = np.concatenate([k[1] for k in kinds])
+    order = np.argsort(starts)
+    return _reached(starts[order], ends[order])
+
+
+def _reached(starts: I64, ends: I64) -> Spans:
+    """The lexemes a scan reaches among candidates in start order (end -1: none can start)."""
     real = ends >= 0
     starts, ends = starts[real], ends[real]
-    order = np.argsort(starts)
-    starts, ends = starts[order], ends[order]
     chain = _chain(np.searchsorted(starts, ends))
     return starts[chain], ends[chain]
 
