@@ -262,16 +262,14 @@ def _analyse_shared(
     taken: list[tuple[str, bytes]] = []
     builder = SegmentBuilder(max_blob_bytes)
     with PackedObjects(Path(repo.path) / "objects") as packs:
-
-        def sources() -> Iterator[BlobSource]:
-            while True:
-                start, stop = _take(ends, take_bytes, n_workers)
-                if start >= stop:
-                    return
-                taken.extend(items[start:stop])
-                yield from blob_sources(repo, items[start:stop], max_blob_bytes, packs)
-
-        builder.add(sources())
+        # Each run is analysed before the next is taken: gathered into the builder's batches,
+        # runs taken near the end would wait behind others while the other worker idles.
+        while True:
+            start, stop = _take(ends, take_bytes, n_workers)
+            if start >= stop:
+                break
+            taken.extend(items[start:stop])
+            builder.add(blob_sources(repo, items[start:stop], max_blob_bytes, packs))
     if not taken:
         return None
     seg_id = segment_id([oid for _, oid in taken])
