@@ -414,20 +414,53 @@ def test_build_workers_leave_inherited_objects_out_of_collection() -> None:
     assert frozen > 10_000  # numpy, Arrow and the grammars' objects, preloaded
 
 
-@pytest.mark.parametrize(
-    ("main_name", "preloaded"),
-    [("bench.speed", True), ("pytest.__main__", False), ("worker.__main__", False), (None, False)],
-)
-def test_fork_server_preloads_a_main_module_run_by_name(
-    monkeypatch: pytest.MonkeyPatch, main_name: str | None, preloaded: bool
+@pytest.mark.parametrize("main_name", ["bench.speed", "pytest.__main__", None])
+def test_fork_server_preloads_what_the_main_module_imported(
+    monkeypatch: pytest.MonkeyPatch, main_name: str | None
 ) -> None:
-    """A `-m` program's main module is imported by the fork server; a package's is not."""
+    """The fork server imports the modules the main module used, never the main module."""
     import sys
     import types
 
     main = types.ModuleType("__main__")
     main.__spec__ = types.SimpleNamespace(name=main_name) if main_name else None  # type: ignore[assignment]
+    main.json = json  # type: ignore[attr-defined]
+    main.Path = Path  # type: ignore[attr-defined]
+    main.answer = 42  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "__main__", main)
     preload = build_module.fork_server_preload()
+    assert preload[0] == "__main__"
     assert build_module.__name__ in preload
-    assert (main_name in preload) is preloaded
+    assert {"json", "pathlib"} <= set(preload)
+    assert main_name not in preload
+    assert "builtins" not in preload
+
+
+def test_forked_workers_do_not_warn_about_the_main_module(tmp_path: Path) -> None:
+    """A `-m` program whose workers come from the fork server prints no runpy warning."""
+    import subprocess
+    import sys
+
+    program = (
+        "import json\n"
+        "from worker.search import build\n"
+        "from concurrent.futures import ProcessPoolExecutor\n"
+        "if __name__ == '__main__':\n"
+        "    context = build._fork_server()\n"
+        "    with ProcessPoolExecutor(1, mp_context=context) as pool:\n"
+        "        print(pool.submit(json.dumps, [1]).result())\n"
+    )
+    (tmp_path / "forked_program").mkdir()
+    (tmp_path / "forked_program" / "__init__.py").write_text("")
+    (tmp_path / "forked_program" / "run.py").write_text(program)
+    done = subprocess.run(
+        [sys.executable, "-m", "forked_program.run"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert done.stdout.strip() == "[1]"
+    assert "RuntimeWarning" not in done.stderr

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
+from types import ModuleType
 from typing import Final, cast
 
 import numpy as np
@@ -372,21 +373,33 @@ def _fork_server() -> multiprocessing.context.ForkServerContext:
 
 
 def fork_server_preload() -> list[str]:
-    """The modules the fork server imports before it forks: this one, and the program's main
-    module when it runs with `-m`.
+    """The modules the fork server imports before it forks: this one, and those the program's
+    main module imported.
 
     Every worker runs its parent's main module again (multiprocessing makes it `__mp_main__`).
-    A module run with `-m` is imported by name: with it already in the server, only its own
-    body runs again. Without, `python -m bench.speed` had each worker import the bench
-    harness first, 80 ms of a one-second Django build. A package's `__main__` is left out
-    (importing it runs it). A script is asked for by path ("__main__", multiprocessing's
-    default), which Python 3.11 ignores; the mirror's script only imports the CLI (10 ms).
+    With the modules it imports already in the server, only its own body runs again. Without,
+    `python -m bench.speed` had each worker import the bench harness first, 80 ms of a
+    one-second Django build. The main module itself is left out: runpy warns when a module
+    it is asked to run is imported already, and a package's `__main__` would run on import.
     """
-    main_name = getattr(getattr(sys.modules.get("__main__"), "__spec__", None), "name", None)
-    preload = ["__main__", __name__]
-    if main_name and main_name != "__main__" and not main_name.endswith(".__main__"):
-        preload.insert(1, main_name)
-    return preload
+    main = sys.modules.get("__main__")
+    used = _modules_used_by(main) if main is not None else []
+    return ["__main__", *used, __name__]
+
+
+def _modules_used_by(module: ModuleType) -> list[str]:
+    """The imported modules that a module's globals are, or whose classes and functions they
+    hold (its own dunder names aside)."""
+    names = set()
+    for key, value in list(vars(module).items()):
+        if key.startswith("__"):
+            continue
+        name = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", "")
+        if isinstance(name, str) and name in sys.modules and not name.startswith("__"):
+            names.add(name)
+    names.discard(module.__name__)
+    names.discard("builtins")
+    return sorted(names)
 
 
 def _analyse_missing(
