@@ -20,7 +20,8 @@ from tests.search.conftest import RepoFactory
 from worker.errors import Timeout
 from worker.search import CommitIndex, IndexStore, SearchHit, build_commit_index
 from worker.search import build as build_module
-from worker.search.segment import Segment, release_mapped_pages
+from worker.search.analysis import BlobSource, SegmentBuilder
+from worker.search.segment import Segment, release_mapped_pages, segment_id
 
 REPO_ID = "acme/widgets"
 
@@ -464,3 +465,19 @@ def test_forked_workers_do_not_warn_about_the_main_module(tmp_path: Path) -> Non
     )
     assert done.stdout.strip() == "[1]"
     assert "RuntimeWarning" not in done.stderr
+
+
+def test_blob_locations_first_segment_wins() -> None:
+    """A blob in two segments is found in the first; one not indexable anywhere is skipped."""
+
+    def segment(blobs: list[tuple[bytes, bytes]]) -> Segment:
+        builder = SegmentBuilder(1 << 20)
+        builder.add(BlobSource(oid, f"f{i}.py", data) for i, (oid, data) in enumerate(blobs))
+        return Segment(segment_id([oid for oid, _ in blobs]), builder.tables())
+
+    shared, only_second, binary = b"a" * 20, b"b" * 20, b"c" * 20
+    first = segment([(binary, b"\0\1\2"), (shared, b"def f():\n    return 1\n")])
+    second = segment([(only_second, b"x = 1\n"), (shared, b"def f():\n    return 1\n")])
+    where, skipped = build_module.blob_locations([first, second])
+    assert where == {shared: (0, 1), only_second: (1, 0)}
+    assert skipped == {binary}

@@ -110,13 +110,15 @@ def blob_locations(segments: Sequence[Segment]) -> tuple[dict[bytes, tuple[int, 
     """Where each indexed blob is (first segment wins), and the blobs known not indexable."""
     where: dict[bytes, tuple[int, int]] = {}
     skipped: set[bytes] = set()
-    for s_index, seg in enumerate(segments):
-        indexed = seg.blob_indexed.tolist()
-        for b_index, oid in enumerate(seg.oids()):
-            if not indexed[b_index]:
-                skipped.add(oid)
-            elif oid not in where:
-                where[oid] = (s_index, b_index)
+    # Last segment first, so that an earlier one's rows overwrite a later one's: the dict is
+    # filled from zips in C (Linux's 78k blobs: 0.06 s one at a time).
+    for s_index in reversed(range(len(segments))):
+        seg = segments[s_index]
+        oids = seg.oids()
+        rows = np.flatnonzero(seg.blob_indexed).tolist()
+        places = zip([s_index] * len(rows), rows, strict=True)
+        where.update(zip([oids[i] for i in rows], places, strict=True))
+        skipped.update(oids[i] for i in np.flatnonzero(~seg.blob_indexed).tolist())
     return where, skipped
 
 
