@@ -419,15 +419,22 @@ def test_build_workers_leave_inherited_objects_out_of_collection() -> None:
 def test_fork_server_preloads_what_the_main_module_imported(
     monkeypatch: pytest.MonkeyPatch, main_name: str | None
 ) -> None:
-    """The fork server imports the modules the main module used, never the main module."""
+    """The fork server imports the modules the main module used, never the main module;
+    objects in its globals are not asked anything."""
     import sys
     import types
 
     main = types.ModuleType("__main__")
     main.__spec__ = types.SimpleNamespace(name=main_name) if main_name else None  # type: ignore[assignment]
+
+    class Proxy:
+        def __getattribute__(self, name: str) -> object:
+            raise RuntimeError(f"asked for {name}")
+
     main.json = json  # type: ignore[attr-defined]
     main.Path = Path  # type: ignore[attr-defined]
     main.answer = 42  # type: ignore[attr-defined]
+    main.proxy = Proxy()  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "__main__", main)
     preload = build_module.fork_server_preload()
     assert preload[0] == "__main__"

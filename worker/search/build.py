@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
-from types import ModuleType
+from types import BuiltinFunctionType, FunctionType, ModuleType
 from typing import Final, cast
 
 import numpy as np
@@ -396,10 +396,18 @@ def _modules_used_by(module: ModuleType) -> list[str]:
     for key, value in list(vars(module).items()):
         if key.startswith("__"):
             continue
-        name = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", "")
+        # By type alone: isinstance may ask an object for its __class__, which could run anything.
+        kind = type(value)
+        if issubclass(kind, ModuleType):
+            name = value.__name__
+        elif issubclass(kind, (type, FunctionType, BuiltinFunctionType)):
+            name = value.__module__
+        else:
+            continue
         if isinstance(name, str) and name in sys.modules and not name.startswith("__"):
             names.add(name)
     names.discard(module.__name__)
+    names.discard(getattr(module.__spec__, "name", None))
     names.discard("builtins")
     return sorted(names)
 
