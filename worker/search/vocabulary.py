@@ -336,8 +336,9 @@ class TermRows:
             lengths = np.zeros(n_texts, dtype=np.int64)
             for rows in parts:
                 rows.token = raw_of_slot[rows.chunk][rows.token]
-                weight = per_token[rows.token] * rows.count
-                rows.n_terms = int(per_token[rows.token].sum())
+                terms_per_row = per_token[rows.token]
+                weight = terms_per_row * rows.count
+                rows.n_terms = int(terms_per_row.sum())
                 lengths[rows.first_text : rows.first_text + rows.n_texts] += np.bincount(
                     rows.text, weights=weight, minlength=rows.n_texts
                 ).astype(np.int64)
