@@ -2,11 +2,11 @@
 
 The same spans as a scan with `C_LEXEMES` or `PY_LEXEMES` (finditer over each file), without
 a regular expression engine walking every byte (which took 6% of a Python repository's
-build). Every place a lexeme could start (`//`, `/*`, `"`,
-`'`, `#`) gets the end it would have if one started there, from the next newline, `*/`,
-quote, each found for all at once; then the lexemes that really start are those a scan
-reaches: the first candidate, then the first one at or after its end, and so on, a chain
-followed for all its links at once by pointer doubling.
+build). Every place a lexeme could start (`//`, `/*`, `"`, `'`, `#`) gets the end it would
+have if one started there, from the next newline, `*/`, quote, each found for all at once;
+then the lexemes that really start are those a scan reaches: the first candidate, then the
+first one at or after its end, and so on, a chain followed for all its links at once by
+pointer doubling.
 
 Inside a literal or a directive a backslash escapes the next byte, so a quote or newline
 after an odd run of backslashes does not end one. Inside a directive a block comment is
