@@ -42,3 +42,18 @@ def test_sort_binary_long_shared_prefixes() -> None:
     ordered = [strings[i] for i in order.tolist()]
     assert ordered == sorted(strings)
     assert int((~repeat).sum()) == len(set(strings))
+
+
+def test_sort_binary_keys_across_blocks_and_the_data_end() -> None:
+    """Keys built block by block, and those read near the end of the data, sort exactly."""
+    rng = np.random.default_rng(5)
+    n = (1 << 18) + 1000  # past one block of keys
+    lengths = rng.integers(1, 12, n)
+    data = rng.integers(97, 101, int(lengths.sum()), dtype=np.uint8).tobytes()
+    ends = np.cumsum(lengths).tolist()
+    strings = [data[e - k : e] for e, k in zip(ends, lengths.tolist(), strict=True)]
+    strings[-3:] = [b"b", b"a", b"ab"]  # the last strings start within 8 bytes of the end
+    order, repeat = sort_binary(pa.array(strings, pa.binary()))
+    ordered = [strings[i] for i in order.tolist()]
+    assert ordered == sorted(strings)
+    assert int((~repeat).sum()) == len(set(strings))

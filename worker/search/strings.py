@@ -21,6 +21,8 @@ Mask = npt.NDArray[np.bool_]
 _INDEX_BITS: Final = 24
 _INDEX_LIMIT: Final = 1 << _INDEX_BITS
 _PACKED_PREFIX: Final = (64 - _INDEX_BITS) // 8
+_BLOCK: Final = 1 << 18
+"""Strings whose keys are built at a time (temporaries stay small)."""
 _PREFIX_MASKS: Final = np.array(
     [((1 << (8 * k)) - 1) << (64 - 8 * k) for k in range(9)], dtype=np.uint64
 )
@@ -57,7 +59,10 @@ def sort_binary(strings: pa.Array) -> tuple[I64, Mask]:
     Radix from the front: strings are ordered by their first bytes as a big-endian integer,
     then each group of strings tied so far by its next bytes (with the group's number in
     the high bits of the key), until no group is tied. Several times faster than Arrow's
-    comparison sort, and it finds the repeats on the way.
+    comparison sort, and it finds the repeats on the way. Keys are built a block at a time
+    into their final arrays and temporaries go as soon as they are used: fresh pages cost
+    more than the sort. Half of Linux's terms (2.8M) grew the heap by 290 MB and took 1.3 s
+    when the keys were built whole; now 170 MB and 0.6 to 0.8 s.
     """
     data, offsets = binary_parts(strings)
     n = len(offsets) - 1
@@ -65,19 +70,19 @@ def sort_binary(strings: pa.Array) -> tuple[I64, Mask]:
         return np.arange(n, dtype=np.int64), np.zeros(n, dtype=bool)
     lengths = np.diff(offsets)
     starts = offsets[:-1]
-    padded = np.zeros(len(data) + 8, dtype=np.uint8)
-    padded[: len(data)] = data
-    words = np.ndarray((len(data) + 1,), dtype=">u8", buffer=padded.data, strides=(1,))
+    words = _Words(data)
     if n < _INDEX_LIMIT:
         # A plain sort of (prefix, index) keys is several times faster than an argsort.
-        key = _be_key(words, starts, lengths, _PACKED_PREFIX)
-        key |= np.arange(n, dtype=np.uint64)
+        key = words.keys(starts, lengths, _PACKED_PREFIX)
+        for b0 in range(0, n, _BLOCK):
+            key[b0 : b0 + _BLOCK] |= np.arange(b0, min(b0 + _BLOCK, n), dtype=np.uint64)
         key.sort()
-        order = (key & np.uint64(_INDEX_LIMIT - 1)).astype(np.int64)
+        order = np.empty(n, dtype=np.int64)
+        np.bitwise_and(key, np.uint64(_INDEX_LIMIT - 1), out=order.view(np.uint64))
         key >>= np.uint64(_INDEX_BITS)
         done = _PACKED_PREFIX
     else:
-        key = _be_key(words, starts, lengths, 8)
+        key = words.keys(starts, lengths, 8)
         order = np.argsort(key)
         key = key[order]
         done = 8
@@ -86,32 +91,53 @@ def sort_binary(strings: pa.Array) -> tuple[I64, Mask]:
     del key
     pool = _in_chains(np.arange(n, dtype=np.int64), tied)
     while len(pool):
-        # Chains of strings equal so far with one still going on: sort each by its next
-        # bytes (a string that has ended is all zeros there: it sorts first). In a chain
-        # where all have ended, all are equal.
+        # Chains where all strings have ended are all equal: only the others go on.
         chain = np.cumsum(~tied[pool]) - 1
         going = np.bincount(chain, weights=lengths[order[pool]] > done) > 0
         at = pool[going[chain]]
+        del pool, chain, going
         if not len(at):
             break
-        chain = np.cumsum(~tied[at]) - 1
-        width = (64 - int(chain[-1]).bit_length()) // 8
-        items = order[at]
-        length = lengths[items]
-        nxt = _be_key(
-            words, np.minimum(starts[items] + done, len(data)), np.maximum(length - done, 0), width
-        )
-        nxt >>= np.uint64(64 - 8 * width)
-        nxt |= chain.astype(np.uint64) << np.uint64(8 * width)
-        sub = np.argsort(nxt)
-        order[at] = items[sub]
-        nxt = nxt[sub]
-        done += width
-        same = np.zeros(len(at), dtype=bool)
-        np.equal(nxt[1:], nxt[:-1], out=same[1:])
-        tied[at] = same
-        pool = _in_chains(at, same)
+        pool, done = _refine(words, order, tied, at, starts=starts, lengths=lengths, done=done)
     return order, tied
+
+
+def _refine(
+    words: _Words, order: I64, tied: Mask, at: I64, *, starts: I64, lengths: I64, done: int
+) -> tuple[I64, int]:
+    """One round of `sort_binary`: order the chains of strings tied over their first `done`
+    bytes (`at`: their positions in `order`) by their next bytes, in place.
+
+    Returns the positions still tied, and how many bytes are now compared. A string that has
+    ended is all zeros past its end: it sorts first. Temporaries go as soon as they are
+    used: the first rounds hold most strings.
+    """
+    chain = np.cumsum(~tied[at]) - 1
+    width = (64 - int(chain[-1]).bit_length()) // 8
+    items = order[at]
+    first = starts[items]
+    first += done
+    np.minimum(first, words.size, out=first)
+    length = lengths[items]
+    length -= done
+    np.maximum(length, 0, out=length)
+    nxt = words.keys(first, length, width)
+    del first, length
+    nxt >>= np.uint64(64 - 8 * width)
+    high = chain.view(np.uint64)
+    high <<= np.uint64(8 * width)
+    nxt |= high
+    del chain, high
+    sub = np.argsort(nxt)
+    order[at] = items[sub]
+    del items
+    nxt = nxt[sub]
+    del sub
+    same = np.zeros(len(at), dtype=bool)
+    np.equal(nxt[1:], nxt[:-1], out=same[1:])
+    del nxt
+    tied[at] = same
+    return _in_chains(at, same), done + width
 
 
 def _in_chains(at: I64, tied: Mask) -> I64:
@@ -122,11 +148,34 @@ def _in_chains(at: I64, tied: Mask) -> I64:
     return found
 
 
-def _be_key(words: npt.NDArray[np.uint64], at: I64, lengths: I64, width: int) -> U64:
-    """Bytes [at, at + min(length, width)) of each string as a big-endian uint64, zero-padded.
+class _Words:
+    """The 8-byte big-endian word starting at each byte of the data, read without a copy.
 
-    `words` is the 8-byte big-endian word starting at each byte of the (padded) data.
+    A word that would run past the end is read from the last whole word and shifted: the
+    bytes past the end read as zeros.
     """
-    key: U64 = words[at].astype(np.uint64)
-    key &= _PREFIX_MASKS[np.minimum(lengths, width)]
-    return key
+
+    def __init__(self, data: U8) -> None:
+        if len(data) < 8:
+            padded = np.zeros(8, dtype=np.uint8)
+            padded[: len(data)] = data
+            data = padded
+        self.size = len(data)
+        self.words = np.ndarray((len(data) - 7,), dtype=">u8", buffer=data, strides=(1,))
+
+    def keys(self, at: I64, lengths: I64, width: int) -> U64:
+        """Bytes [at, at + min(length, width)) of each string as a big-endian uint64,
+        zero-padded; `at` may be the end of the data (length 0 there)."""
+        key = np.empty(len(at), dtype=np.uint64)
+        last = self.size - 8
+        for b0 in range(0, len(at), _BLOCK):
+            part = key[b0 : b0 + _BLOCK]
+            where = at[b0 : b0 + _BLOCK]
+            # The words' bytes land in memory order; swapped in place, they read big-endian.
+            part.view(">u8")[:] = self.words[np.minimum(where, last)]
+            part.byteswap(inplace=True)
+            late = np.flatnonzero(where > last)
+            if len(late):
+                part[late] <<= (8 * (where[late] - last)).astype(np.uint64)
+            part &= _PREFIX_MASKS[np.minimum(lengths[b0 : b0 + _BLOCK], width)]
+        return key
