@@ -73,8 +73,16 @@ def keep_freed_memory() -> None:
 
 def release_freed_memory() -> None:
     """Return the memory Arrow's pool and the C heap hold unused to the system."""
-    if not _hand_back:
-        return
+    if _hand_back:
+        hand_back_freed_memory()
+
+
+def hand_back_freed_memory() -> None:
+    """Return what Arrow's pool and the C heap hold unused, even in a process that keeps it.
+
+    For just before one large allocation: the pages handed back serve it at once, where
+    growing the heap would fault in pages the system never handed out before.
+    """
     pa.default_memory_pool().release_unused()
     trim = _malloc_trim()
     if trim is not None:
