@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -47,3 +48,45 @@ def test_keep_freed_memory_stops_the_heap_mapping_and_trimming(
 def test_mallopt_found_in_the_c_library() -> None:
     """The C library's mallopt is found (glibc: the build workers depend on it)."""
     assert memory._mallopt() is not None
+
+
+def test_hand_back_gives_back_even_in_a_process_that_keeps(
+    restore_hand_back: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hand_back_freed_memory trims the C heap and empties Arrow's pool after keep_freed_memory
+    too (for just before one large allocation or write)."""
+    asked: list[str] = []
+
+    class Pool:
+        def release_unused(self) -> None:
+            asked.append("arrow")
+
+    monkeypatch.setattr(memory, "_malloc_trim", lambda: lambda pad: asked.append("trim") or 1)
+    monkeypatch.setattr(memory, "_mallopt", lambda: lambda param, value: 1)
+    monkeypatch.setattr(memory.pa, "default_memory_pool", Pool)
+    memory.keep_freed_memory()
+    memory.release_freed_memory()
+    assert asked == []
+    memory.hand_back_freed_memory()
+    assert asked == ["arrow", "trim"]
+
+
+def test_writing_a_segment_hands_back_freed_memory_first(
+    restore_hand_back: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A segment's files are written after freed memory is handed back (their page cache
+    then takes pages just freed)."""
+    from worker.search import segment
+    from worker.search.analysis import SegmentBuilder
+
+    events: list[str] = []
+    monkeypatch.setattr(segment, "hand_back_freed_memory", lambda: events.append("hand back"))
+    real_write = segment.write_table
+    monkeypatch.setattr(
+        segment,
+        "write_table",
+        lambda path, table, **kw: events.append("write") or real_write(path, table, **kw),
+    )
+    segment.write_segment(tmp_path, "abc", SegmentBuilder(1 << 20).tables())
+    assert events[0] == "hand back"
+    assert events.count("write") == len(segment.COMPONENTS)
