@@ -5,7 +5,10 @@ come from the other allocator or are larger, faults in pages the system never ha
 before, and a new page costs far more than one handed back and out again (several times
 more on a virtual machine). Handing freed memory back first lets the next phase reuse it,
 and keeps a build's peak resident set lower. A process that only builds and then exits
-keeps what it freed instead (`keep_freed_memory`): measured, that is the faster of the two.
+keeps what it freed instead (`keep_freed_memory`): measured, that is the faster of the two,
+but for the two largest steps of a build (the packed postings and the segment's files),
+which its heap's pieces cannot hold: it hands back just before them
+(`hand_back_freed_memory`).
 """
 
 from __future__ import annotations
