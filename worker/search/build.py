@@ -375,8 +375,8 @@ def _fork_server() -> multiprocessing.context.ForkServerContext:
 
 
 def fork_server_preload() -> list[str]:
-    """The modules the fork server imports before it forks: this one, and those the program's
-    main module imported.
+    """The modules the fork server imports before it forks: this one, those the program's
+    main module imported, and `worker.search.prewarm` (what every worker would do first).
 
     Every worker runs its parent's main module again (multiprocessing makes it `__mp_main__`).
     With the modules it imports already in the server, only its own body runs again. Without,
@@ -386,7 +386,7 @@ def fork_server_preload() -> list[str]:
     """
     main = sys.modules.get("__main__")
     used = _modules_used_by(main) if main is not None else []
-    return ["__main__", *used, __name__]
+    return ["__main__", *used, __name__, "worker.search.prewarm"]
 
 
 def _modules_used_by(module: ModuleType) -> list[str]:
