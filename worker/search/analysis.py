@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from worker.search.chunking import ChunkBatch, chunk_batch
 from worker.search.languages import language_of
+from worker.search.memory import hand_back_freed_memory
 from worker.search.postings import postings as term_postings
 from worker.search.vocabulary import TermRows
 
@@ -191,6 +192,11 @@ class SegmentBuilder:
         len_body, len_sym = self._terms.lengths
         keep = (len_body > 0) | (len_sym > 0)
         new_id = np.cumsum(keep) - 1
+        # The packed postings are the largest array of a build, and the heap's free space is
+        # in pieces too small for them (Arrow's pool keeps its own): handed back just before,
+        # those pages serve them. Grown into fresh pages, packing half of Linux took 1.7 s,
+        # not 1.0 s, at a peak of 1.6 GB, not 1.3.
+        hand_back_freed_memory()
         postings = term_postings(
             [self._terms.expanded(0, new_id), self._terms.expanded(1, new_id)],
             len(terms),

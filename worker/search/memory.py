@@ -7,7 +7,7 @@ more on a virtual machine). Handing freed memory back first lets the next phase 
 and keeps a build's peak resident set lower. A process that only builds and then exits
 keeps what it freed instead (`keep_freed_memory`): measured, that is the faster of the two,
 but for the two largest steps of a build (the packed postings and the segment's files),
-which its heap's pieces cannot hold: it hands back just before them
+which its heap's pieces cannot hold: the build hands back just before them
 (`hand_back_freed_memory`).
 """
 

@@ -19,8 +19,6 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from worker.search.memory import hand_back_freed_memory
-
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 U64 = npt.NDArray[np.uint64]
@@ -60,10 +58,6 @@ def postings(fields: Sequence[tuple[Iterable[Block], int]], n_terms: int, n_text
     their total; the blocks are consumed as they are packed."""
     if not (np.little_endian and n_terms <= _TERM_LIMIT and n_texts <= _TEXT_LIMIT):
         return _wide_postings([list(blocks) for blocks, _ in fields], n_terms)
-    # The largest array of a build, and the heap's free space is in pieces too small for it
-    # (Arrow's pool keeps its own): handed back just before, those pages serve it. Grown into
-    # fresh pages, packing half of Linux took 1.7 s, not 1.0 s, at a peak of 1.6 GB, not 1.3.
-    hand_back_freed_memory()
     packed = np.empty(sum(total for _, total in fields), dtype=np.uint64)
     at = 0
     for field, (blocks, _) in enumerate(fields):

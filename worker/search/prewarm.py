@@ -10,11 +10,13 @@ Importing this module anywhere else only costs that time once.
 
 from __future__ import annotations
 
+from typing import Final
+
 from worker.search.analysis import BlobSource, SegmentBuilder
 from worker.search.languages import PARSED_LANGUAGES
 
-_SAMPLE: bytes = b"def handleRequest(self, request_id):\n    return parse_url(self.base_url)\n"
-_PATHS: dict[str, str] = {
+_SAMPLE: Final = b"def handleRequest(self, request_id):\n    return parse_url(self.base_url)\n"
+_PATHS: Final[dict[str, str]] = {
     "python": "sample.py",
     "javascript": "sample.js",
     "typescript": "sample.ts",
