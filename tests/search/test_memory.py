@@ -90,3 +90,26 @@ def test_writing_a_segment_hands_back_freed_memory_first(
     segment.write_segment(tmp_path, "abc", SegmentBuilder(1 << 20).tables())
     assert events[0] == "hand back"
     assert events.count("write") == len(segment.COMPONENTS)
+
+
+def test_a_build_hands_back_freed_memory_before_packing_its_postings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A segment's postings are packed right after freed memory is handed back (the packed
+    rows then take pages just freed)."""
+    from worker.search import analysis
+    from worker.search.analysis import BlobSource, SegmentBuilder
+
+    events: list[str] = []
+    monkeypatch.setattr(analysis, "hand_back_freed_memory", lambda: events.append("hand back"))
+    real_postings = analysis.term_postings
+    monkeypatch.setattr(
+        analysis,
+        "term_postings",
+        lambda *a: events.append("postings") or real_postings(*a),
+    )
+    builder = SegmentBuilder(1 << 20)
+    builder.add([BlobSource(b"a" * 20, "a.py", b"def handler():\n    return 1\n")])
+    tables = builder.tables()
+    assert events == ["hand back", "postings"]
+    assert tables.postings.num_rows > 0
