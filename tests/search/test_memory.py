@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -71,6 +73,22 @@ def test_hand_back_gives_back_even_in_a_process_that_keeps(
     assert asked == ["arrow", "trim"]
 
 
+def _record_hand_back_and(
+    monkeypatch: pytest.MonkeyPatch, module: ModuleType, step: str, label: str
+) -> list[str]:
+    """Record, in order, the module's hand-backs (not done) and its calls of `step` (done)."""
+    events: list[str] = []
+    monkeypatch.setattr(module, "hand_back_freed_memory", lambda: events.append("hand back"))
+    real = getattr(module, step)
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        events.append(label)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, step, recorded)
+    return events
+
+
 def test_writing_a_segment_hands_back_freed_memory_first(
     restore_hand_back: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -79,14 +97,7 @@ def test_writing_a_segment_hands_back_freed_memory_first(
     from worker.search import segment
     from worker.search.analysis import SegmentBuilder
 
-    events: list[str] = []
-    monkeypatch.setattr(segment, "hand_back_freed_memory", lambda: events.append("hand back"))
-    real_write = segment.write_table
-    monkeypatch.setattr(
-        segment,
-        "write_table",
-        lambda path, table, **kw: events.append("write") or real_write(path, table, **kw),
-    )
+    events = _record_hand_back_and(monkeypatch, segment, "write_table", "write")
     segment.write_segment(tmp_path, "abc", SegmentBuilder(1 << 20).tables())
     assert events[0] == "hand back"
     assert events.count("write") == len(segment.COMPONENTS)
@@ -100,14 +111,7 @@ def test_a_build_hands_back_freed_memory_before_packing_its_postings(
     from worker.search import analysis
     from worker.search.analysis import BlobSource, SegmentBuilder
 
-    events: list[str] = []
-    monkeypatch.setattr(analysis, "hand_back_freed_memory", lambda: events.append("hand back"))
-    real_postings = analysis.term_postings
-    monkeypatch.setattr(
-        analysis,
-        "term_postings",
-        lambda *a: events.append("postings") or real_postings(*a),
-    )
+    events = _record_hand_back_and(monkeypatch, analysis, "term_postings", "postings")
     builder = SegmentBuilder(1 << 20)
     builder.add([BlobSource(b"a" * 20, "a.py", b"def handler():\n    return 1\n")])
     tables = builder.tables()
