@@ -146,7 +146,7 @@ class Mirror:
             if self._index_workers() > 1:
                 from worker.search import start_build_workers
 
-                start_build_workers()
+                start_build_workers(self._index_workers())
             previous = self.layout.read_state(entry.name)
             repo_dir = self.layout.repo_dir(entry.name)
             if repo_dir.is_dir():

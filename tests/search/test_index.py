@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from tests.search.conftest import RepoFactory
 from worker.errors import Timeout
-from worker.search import CommitIndex, IndexStore, SearchHit, build_commit_index
+from worker.search import CommitIndex, IndexStore, SearchHit, build_commit_index, build_workers
 from worker.search import build as build_module
 from worker.search.analysis import BlobSource, SegmentBuilder
 from worker.search.segment import Segment, release_mapped_pages, segment_id
@@ -368,7 +368,7 @@ def test_workers_take_runs_that_shrink_towards_the_end(monkeypatch: pytest.Monke
 
     sizes = [64 << 10] * 1000  # 64 MB of 64 KB blobs
     ends = list(itertools.accumulate(sizes))
-    monkeypatch.setitem(build_module._shared, "next", multiprocessing.get_context().Value("q", 0))
+    monkeypatch.setitem(build_workers._shared, "next", multiprocessing.get_context().Value("q", 0))
     runs = []
     while True:
         start, stop = build_module._take(ends, build_module.STEAL_BYTES, 2)
@@ -397,81 +397,6 @@ def test_blob_list_gives_back_the_same_paths_and_oids(items: list[tuple[str, byt
     blob_list = build_module._BlobList.of(items, ends)
     assert blob_list.items() == items
     assert blob_list.ends.tolist() == ends
-
-
-def test_build_workers_leave_inherited_objects_out_of_collection() -> None:
-    """A build worker starts with what it inherited frozen: collections never walk it."""
-    import gc
-    from concurrent.futures import ProcessPoolExecutor
-
-    context = build_module._fork_server()
-    with ProcessPoolExecutor(
-        1,
-        mp_context=context,
-        initializer=build_module._share_next_item,
-        initargs=(context.Value("q", 0),),
-    ) as pool:
-        frozen = pool.submit(gc.get_freeze_count).result()
-    assert frozen > 10_000  # numpy, Arrow and the grammars' objects, preloaded
-
-
-@pytest.mark.parametrize("main_name", ["bench.speed", "pytest.__main__", None])
-def test_fork_server_preloads_what_the_main_module_imported(
-    monkeypatch: pytest.MonkeyPatch, main_name: str | None
-) -> None:
-    """The fork server imports the modules the main module used, never the main module;
-    objects in its globals are not asked anything."""
-    import sys
-    import types
-
-    main = types.ModuleType("__main__")
-    main.__spec__ = types.SimpleNamespace(name=main_name) if main_name else None  # type: ignore[assignment]
-
-    class Proxy:
-        def __getattribute__(self, name: str) -> object:
-            raise RuntimeError(f"asked for {name}")
-
-    main.json = json  # type: ignore[attr-defined]
-    main.Path = Path  # type: ignore[attr-defined]
-    main.answer = 42  # type: ignore[attr-defined]
-    main.proxy = Proxy()  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "__main__", main)
-    preload = build_module.fork_server_preload()
-    assert preload[0] == "__main__"
-    assert build_module.__name__ in preload
-    assert {"json", "pathlib"} <= set(preload)
-    assert main_name not in preload
-    assert "builtins" not in preload
-
-
-def test_forked_workers_do_not_warn_about_the_main_module(tmp_path: Path) -> None:
-    """A `-m` program whose workers come from the fork server prints no runpy warning."""
-    import subprocess
-    import sys
-
-    program = (
-        "import json\n"
-        "from worker.search import build\n"
-        "from concurrent.futures import ProcessPoolExecutor\n"
-        "if __name__ == '__main__':\n"
-        "    context = build._fork_server()\n"
-        "    with ProcessPoolExecutor(1, mp_context=context) as pool:\n"
-        "        print(pool.submit(json.dumps, [1]).result())\n"
-    )
-    (tmp_path / "forked_program").mkdir()
-    (tmp_path / "forked_program" / "__init__.py").write_text("")
-    (tmp_path / "forked_program" / "run.py").write_text(program)
-    done = subprocess.run(
-        [sys.executable, "-m", "forked_program.run"],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    assert done.stdout.strip() == "[1]"
-    assert "RuntimeWarning" not in done.stderr
 
 
 def test_blob_locations_first_segment_wins() -> None:

@@ -7,7 +7,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from worker.search import build as build_module
+from worker.search import build_workers
 from worker.search.languages import PARSED_LANGUAGES, language_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +35,7 @@ def test_importing_prewarm_loads_every_grammar() -> None:
 
 def test_build_workers_start_with_the_grammars_loaded() -> None:
     """A worker forked from the build's fork server has every grammar before its first blob."""
-    assert "worker.search.prewarm" in build_module.fork_server_preload()
-    context = build_module._fork_server()
+    assert "worker.search.prewarm" in build_workers.fork_server_preload()
+    context = build_workers.fork_server()
     with ProcessPoolExecutor(1, mp_context=context) as pool:
         assert pool.submit(eval, _LOADED).result() == sorted(PARSED_LANGUAGES)

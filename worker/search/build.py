@@ -14,20 +14,12 @@ the small ones are re-analysed into one so a query touches few segments.
 from __future__ import annotations
 
 import bisect
-import gc
 import itertools
-import multiprocessing.context
-import multiprocessing.forkserver
 import re
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from multiprocessing import get_context
-from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
-from types import BuiltinFunctionType, FunctionType, ModuleType
 from typing import Final, cast
 
 import numpy as np
@@ -35,6 +27,7 @@ import numpy.typing as npt
 import pygit2
 import structlog
 
+from worker.search import build_workers
 from worker.search.analysis import BlobSource, SegmentBuilder, SegmentTables
 from worker.search.commit_view import (
     CommitTables,
@@ -42,14 +35,10 @@ from worker.search.commit_view import (
     read_manifest,
     write_commit,
 )
-from worker.search.memory import keep_freed_memory
 from worker.search.packs import OID_BYTES, PackedObjects, read_packed
 from worker.search.segment import Segment, UnknownFormat, segment_id, write_segment
 
 log = structlog.get_logger(__name__)
-_shared: dict[str, Synchronized[int]] = {}
-"""In a build worker: the shared index of the next blob no worker has taken."""
-
 MAX_SEGMENTS: Final = 8
 MIN_BLOBS_PER_WORKER: Final = 2000
 STEAL_BYTES: Final = 4 << 20
@@ -179,26 +168,13 @@ def analyse(
     return segment_id([oid for _, oid in items]), builder.tables()
 
 
-def _share_next_item(counter: Synchronized[int]) -> None:
-    """Pool initializer: the index of the next blob no worker has taken; memory kept; what the
-    fork server made left out of garbage collection.
-
-    A full collection walks every object the worker inherited (numpy, Arrow, the grammars)
-    and writes to each, so the worker copies their pages: 30 to 55 ms of a one-second build,
-    in the first list the worker made. Frozen, they are never walked.
-    """
-    _shared["next"] = counter
-    keep_freed_memory()
-    gc.freeze()
-
-
 def _take(ends: Sequence[int], size: int, n_workers: int) -> tuple[int, int]:
     """The next run of blobs for this worker: [start, stop).
 
     About `size` bytes, less near the end (a share of what is left, down to MIN_STEAL_BYTES):
     the last runs are small, so the workers finish together.
     """
-    next_item = _shared["next"]
+    next_item = build_workers.next_item()
     with next_item.get_lock():
         start = next_item.value
         if start >= len(ends):
@@ -322,7 +298,7 @@ def build_commit_index(
         except UnknownFormat:
             pass
     if workers is not None and workers > 1:
-        _fork_server()
+        build_workers.fork_server()
     entries = tree_blobs(repo, commit)
     reused = _live_segments(newest_segments(index_dir), entries)
     where, skipped = blob_locations(reused)
@@ -352,66 +328,6 @@ def build_commit_index(
     return out
 
 
-def start_build_workers() -> None:
-    """Start the process the build's workers come from, so that it is ready when a build is.
-
-    For a caller that will build with `workers` > 1 after something slow (a fetch): the
-    fork server's imports then overlap that instead of the build.
-    """
-    _fork_server()
-
-
-def _fork_server() -> multiprocessing.context.ForkServerContext:
-    """The fork server context the build's workers come from, started now.
-
-    The fork server imports the analysis once; each worker forked from it starts warm
-    (numpy, Arrow, the grammars) instead of importing them again. Started before the tree is
-    walked, it imports while the parent works.
-    """
-    context = get_context("forkserver")
-    context.set_forkserver_preload(fork_server_preload())
-    multiprocessing.forkserver.ensure_running()
-    return context
-
-
-def fork_server_preload() -> list[str]:
-    """The modules the fork server imports before it forks: this one, those the program's
-    main module imported, and `worker.search.prewarm` (what every worker would do first).
-
-    Every worker runs its parent's main module again (multiprocessing makes it `__mp_main__`).
-    With the modules it imports already in the server, only its own body runs again. Without,
-    `python -m bench.speed` had each worker import the bench harness first, 80 ms of a
-    one-second Django build. The main module itself is left out: runpy warns when a module
-    it is asked to run is imported already, and a package's `__main__` would run on import.
-    """
-    main = sys.modules.get("__main__")
-    used = _modules_used_by(main) if main is not None else []
-    return ["__main__", *used, __name__, "worker.search.prewarm"]
-
-
-def _modules_used_by(module: ModuleType) -> list[str]:
-    """The imported modules that a module's globals are, or whose classes and functions they
-    hold (its own dunder names aside)."""
-    names = set()
-    for key, value in list(vars(module).items()):
-        if key.startswith("__"):
-            continue
-        # By type alone: isinstance may ask an object for its __class__, which could run anything.
-        kind = type(value)
-        if issubclass(kind, ModuleType):
-            name = value.__name__
-        elif issubclass(kind, (type, FunctionType, BuiltinFunctionType)):
-            name = value.__module__
-        else:
-            continue
-        if isinstance(name, str) and name in sys.modules and not name.startswith("__"):
-            names.add(name)
-    names.discard(module.__name__)
-    names.discard(getattr(module.__spec__, "name", None))
-    names.discard("builtins")
-    return sorted(names)
-
-
 def _analyse_missing(
     repo: pygit2.Repository,
     missing: list[tuple[str, bytes]],
@@ -426,19 +342,16 @@ def _analyse_missing(
         seg_id, tables = analyse(repo, missing, max_blob_bytes)
         write_segment(segments_dir, seg_id, tables)
         return [seg_id]
-    context = _fork_server()
     # Workers take runs of about equal bytes as they go, so they finish together whatever
     # each run costs; an oversized blob counts for nothing (it is not analysed).
     ends = list(
         itertools.accumulate(_work_weights(repo, [oid for _, oid in missing], max_blob_bytes))
     )
     blob_list = _BlobList.of(missing, ends)
-    counter = context.Value("q", 0)
-    with ProcessPoolExecutor(
-        n_workers, mp_context=context, initializer=_share_next_item, initargs=(counter,)
-    ) as pool:
+    pool = build_workers.build_pool(n_workers)
+    with pool.executor:
         futures = [
-            pool.submit(
+            pool.executor.submit(
                 _analyse_shared,
                 repo.path,
                 blob_list,

@@ -1,5 +1,6 @@
 """Imported by the fork server the build's workers come from: does there, once, what each
-worker would do on its first blobs.
+worker would do on its first blobs (and in the process that starts them, which builds the
+commit's path view once they are done).
 
 That is loading every parsed language's grammar and compiling its definition query (20 ms
 for C++ alone), making a parser for each, and a first analysis through terms and postings

@@ -1,0 +1,160 @@
+"""The build's worker processes: forked from a warm fork server, started ahead of a build."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import types
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.search.conftest import RepoFactory
+from worker.search import build as build_module
+from worker.search import build_commit_index, build_workers
+from worker.search.build_workers import BuildPool
+from worker.search.segment import Segment
+
+REPO_ID = "acme/widgets"
+
+
+@pytest.fixture(autouse=True)
+def no_workers_left_started() -> Iterator[None]:
+    """Each test starts and ends without workers started ahead."""
+    build_workers.stop_build_workers()
+    yield
+    build_workers.stop_build_workers()
+
+
+def _segment_oids(cache: Path, commit: str) -> set[bytes]:
+    base = cache / "index" / "acme" / "widgets"
+    manifest = json.loads((base / "commits" / commit / "manifest.json").read_text())
+    return {o for s in manifest["segments"] for o in Segment.open(base / "segments" / s).oids()}
+
+
+def test_workers_started_ahead_serve_the_next_build_once(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next build runs in the workers started ahead (all up before it asks), shuts them
+    down, and indexes what one process does; the build after it starts its own."""
+    files = {
+        f"pkg/mod_{i:03d}.py": f"def handler_{i}(req):\n    return route_{i % 7}(req)\n".encode()
+        for i in range(60)
+    }
+    factory = make_repo("ahead")
+    commit = factory.commit(files)
+    monkeypatch.setattr(build_module, "MIN_BLOBS_PER_WORKER", 10)
+    monkeypatch.setattr(build_module, "STEAL_BYTES", 200)
+    handed: list[BuildPool] = []
+    real_build_pool = build_workers.build_pool
+
+    def recording_build_pool(workers: int) -> BuildPool:
+        handed.append(real_build_pool(workers))
+        return handed[-1]
+
+    monkeypatch.setattr(build_workers, "build_pool", recording_build_pool)
+    build_workers.start_build_workers(2)
+    build_commit_index(tmp_path / "ahead", REPO_ID, factory.repo, commit, workers=2)
+    assert len(handed) == 1
+    assert len({started.result(timeout=60) for started in handed[0].started}) == 2
+    with pytest.raises(RuntimeError, match="shutdown"):
+        handed[0].executor.submit(os.getpid)
+    build_commit_index(tmp_path / "later", REPO_ID, factory.repo, commit, workers=2)
+    assert len(handed) == 2
+    assert handed[1].started == ()
+    build_commit_index(tmp_path / "alone", REPO_ID, factory.repo, commit)
+    alone = _segment_oids(tmp_path / "alone", commit)
+    assert _segment_oids(tmp_path / "ahead", commit) == alone
+    assert _segment_oids(tmp_path / "later", commit) == alone
+
+
+def test_starting_workers_twice_keeps_the_pool_started_first() -> None:
+    """A second start with the same size keeps the waiting pool; a build of another size
+    gets a pool of its own and leaves the waiting one for the next build of its size."""
+    build_workers.start_build_workers(2)
+    build_workers.start_build_workers(2)
+    other = build_workers.build_pool(3)
+    first = build_workers.build_pool(2)
+    second = build_workers.build_pool(2)
+    try:
+        assert other.started == ()
+        assert len({started.result(timeout=60) for started in first.started}) == 2
+        assert second.started == ()
+    finally:
+        for pool in (other, first, second):
+            pool.executor.shutdown(wait=True)
+
+
+def test_one_worker_starts_no_pool_ahead() -> None:
+    """Starting for a one-process build warms the fork server, but leaves no pool waiting."""
+    build_workers.start_build_workers(1)
+    pool = build_workers.build_pool(2)
+    try:
+        assert pool.started == ()
+    finally:
+        pool.executor.shutdown(wait=True)
+
+
+def test_build_workers_leave_inherited_objects_out_of_collection() -> None:
+    """A build worker starts with what it inherited frozen: collections never walk it."""
+    pool = build_workers.build_pool(1)
+    with pool.executor:
+        frozen = pool.executor.submit(gc.get_freeze_count).result()
+    assert frozen > 10_000  # numpy, Arrow and the grammars' objects, preloaded
+
+
+@pytest.mark.parametrize("main_name", ["bench.speed", "pytest.__main__", None])
+def test_fork_server_preloads_what_the_main_module_imported(
+    monkeypatch: pytest.MonkeyPatch, main_name: str | None
+) -> None:
+    """The fork server imports the modules the main module used, never the main module;
+    objects in its globals are not asked anything."""
+    main = types.ModuleType("__main__")
+    main.__spec__ = types.SimpleNamespace(name=main_name) if main_name else None  # type: ignore[assignment]
+
+    class Proxy:
+        def __getattribute__(self, name: str) -> object:
+            raise RuntimeError(f"asked for {name}")
+
+    main.json = json  # type: ignore[attr-defined]
+    main.Path = Path  # type: ignore[attr-defined]
+    main.answer = 42  # type: ignore[attr-defined]
+    main.proxy = Proxy()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    preload = build_workers.fork_server_preload()
+    assert preload[0] == "__main__"
+    assert {build_module.__name__, build_workers.__name__} <= set(preload)
+    assert {"json", "pathlib"} <= set(preload)
+    assert main_name not in preload
+    assert "builtins" not in preload
+
+
+def test_forked_workers_do_not_warn_about_the_main_module(tmp_path: Path) -> None:
+    """A `-m` program whose workers come from the fork server prints no runpy warning."""
+    program = (
+        "import json\n"
+        "from worker.search import build_workers\n"
+        "from concurrent.futures import ProcessPoolExecutor\n"
+        "if __name__ == '__main__':\n"
+        "    context = build_workers.fork_server()\n"
+        "    with ProcessPoolExecutor(1, mp_context=context) as pool:\n"
+        "        print(pool.submit(json.dumps, [1]).result())\n"
+    )
+    (tmp_path / "forked_program").mkdir()
+    (tmp_path / "forked_program" / "__init__.py").write_text("")
+    (tmp_path / "forked_program" / "run.py").write_text(program)
+    done = subprocess.run(
+        [sys.executable, "-m", "forked_program.run"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert done.stdout.strip() == "[1]"
+    assert "RuntimeWarning" not in done.stderr
