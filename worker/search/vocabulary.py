@@ -68,6 +68,8 @@ def _part_start_table() -> Mask:
 _PART_START: Final = _part_start_table()
 ANALYSE_BLOCK: Final = 1 << 16
 """Distinct tokens split into parts at a time."""
+WORD_BLOCK: Final = 1 << 18
+"""Bytes of text whose word bytes are gathered at a time (see `_word_bytes`)."""
 _UNDERSCORE: Final = 95
 _STOP: Final = pa.array(sorted(STOP_WORDS), pa.string())
 
@@ -400,8 +402,24 @@ def word_runs(data: bytes) -> tuple[I64, I64, pa.Array]:
     starts, ends = edges[0::2], edges[1::2]
     offsets = np.zeros(len(starts) + 1, dtype=np.int64)
     np.cumsum(ends - starts, out=offsets[1:])
-    runs = np.compress(word, np.frombuffer(data, dtype=np.uint8))
-    return starts, ends, binary_array(runs, offsets)
+    return starts, ends, binary_array(_word_bytes(data, word, int(offsets[-1])), offsets)
+
+
+def _word_bytes(data: bytes, word: Mask, n_word: int) -> U8:
+    """The bytes of `data` that `word` selects, in order.
+
+    A block at a time: `np.compress` takes through an index of every selected byte (8 bytes
+    each), so a whole 4 MB batch at once needed a 25 MB temporary, often in fresh pages. In
+    two-worker Django builds, gathering took the workers 0.05 to 0.07 s; by blocks, 0.03 s.
+    """
+    a = np.frombuffer(data, dtype=np.uint8)
+    out = np.empty(n_word, dtype=np.uint8)
+    at = 0
+    for start in range(0, len(a), WORD_BLOCK):
+        part = np.compress(word[start : start + WORD_BLOCK], a[start : start + WORD_BLOCK])
+        out[at : at + len(part)] = part
+        at += len(part)
+    return out
 
 
 def count_distinct(values: I64) -> tuple[I64, I64]:
