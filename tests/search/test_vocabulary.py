@@ -123,3 +123,15 @@ def test_counts_and_texts_past_16_bits_kept_exactly() -> None:
     assert got["beta", 3 + 70_000] == 70_000
     assert lengths[-1] == 70_000
     assert len(lengths) == 3 + 70_001
+
+
+def test_batch_of_more_token_text_pairs_than_32_bits_counts_exactly() -> None:
+    """A batch whose distinct tokens times texts pass 2**31 (64-bit keys) counts exactly."""
+    n = 46_341  # n * n > 2**31
+    texts = [f"tok{i:06d} tok{(i * 7) % n:06d}".encode() for i in range(n)]
+    got, lengths = count_with([texts])
+    assert got[f"tok{n - 1:06d}", n - 1] == 1
+    assert got["tok000000", 0] == 2
+    assert got[f"tok{(5 * 7) % n:06d}", 5] == 1
+    assert sum(got.values()) == 2 * n
+    assert lengths == [2] * n

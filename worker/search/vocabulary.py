@@ -299,19 +299,23 @@ class TermRows:
         n_valid = int(slot.max(initial=-1)) + 1
         if not n_valid:
             return
-        token = slot[encoded.indices.to_numpy()]
-        real = np.flatnonzero(token >= 0)
-        first = np.searchsorted(real, np.searchsorted(starts, text_starts))
-        per_text = np.diff(np.append(first, len(real)))
-        text = np.repeat(np.arange(len(text_starts), dtype=np.int64), per_text)
-        keys, counts = count_distinct((token[real] << 32) | text)
+        n_texts = len(text_starts)
+        # Each word's (slot, text) as one key, slot major: in 32 bits when they fit (a 4 MB
+        # batch's do), as every array here is one entry per word.
+        wide = n_valid * n_texts >= 1 << 31
+        key_type = np.int64 if wide else np.int32
+        key = slot.astype(key_type)[encoded.indices.to_numpy()]
+        key *= n_texts
+        per_text = np.diff(np.append(np.searchsorted(starts, text_starts), len(starts)))
+        key += np.repeat(np.arange(n_texts, dtype=key_type), per_text)
+        keys, counts = count_distinct(key[key >= 0])
         self._rows[field].append(
             _Rows(
                 first_text,
-                len(text_starts),
+                n_texts,
                 len(self._strings),
-                _narrow(keys >> 32, n_valid),
-                _narrow(keys & 0xFFFFFFFF, len(text_starts)),
+                _narrow(keys // n_texts, n_valid),
+                _narrow(keys % n_texts, n_texts),
                 _narrow(counts, int(counts.max()) + 1),
             )
         )
