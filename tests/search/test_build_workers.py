@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -87,6 +88,26 @@ def test_starting_workers_twice_keeps_the_pool_started_first() -> None:
     finally:
         for pool in (other, first, second):
             pool.executor.shutdown(wait=True)
+
+
+def test_starting_workers_returns_before_they_are_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers start in the background: the caller goes on at once, and the next build waits
+    for them to be up and gets them."""
+    may_start = threading.Event()
+    real_new_pool = build_workers._new_pool
+
+    def slow_new_pool(size: int, *, start_now: bool) -> BuildPool:
+        assert may_start.wait(60)
+        return real_new_pool(size, start_now=start_now)
+
+    monkeypatch.setattr(build_workers, "_new_pool", slow_new_pool)
+    build_workers.start_build_workers(2)
+    may_start.set()
+    pool = build_workers.build_pool(2)
+    try:
+        assert len({started.result(timeout=60) for started in pool.started}) == 2
+    finally:
+        pool.executor.shutdown(wait=True)
 
 
 def test_one_worker_starts_no_pool_ahead() -> None:

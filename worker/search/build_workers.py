@@ -26,7 +26,11 @@ from multiprocessing.synchronize import Barrier
 from types import BuiltinFunctionType, FunctionType, ModuleType
 from typing import Final
 
+import structlog
+
 from worker.search.memory import keep_freed_memory
+
+log = structlog.get_logger(__name__)
 
 _shared: dict[str, Synchronized[int]] = {}
 """In a build worker: the shared index of the next blob no worker has taken."""
@@ -46,8 +50,32 @@ class BuildPool:
     """Started ahead: each worker's process id, once every worker is up (else none)."""
 
 
-_ready: BuildPool | None = None
-_ready_lock = threading.Lock()
+class _Ahead:
+    """The pool started ahead for the next build, and the thread starting it (until it is)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pool: BuildPool | None = None
+        self.starting: threading.Thread | None = None
+
+    def wait_for_start(self) -> None:
+        """Wait until the workers being started ahead (if any) are started."""
+        starting = self.starting
+        if starting is not None:
+            starting.join()
+
+    def take(self, size: int | None) -> BuildPool | None:
+        """The pool started ahead, if any (of `size` workers, if given); no longer ahead."""
+        self.wait_for_start()
+        with self.lock:
+            pool = self.pool
+            if pool is None or (size is not None and pool.size != size):
+                return None
+            self.pool = None
+            return pool
+
+
+_ahead = _Ahead()
 
 
 def next_item() -> Synchronized[int]:
@@ -91,31 +119,45 @@ def _new_pool(size: int, *, start_now: bool) -> BuildPool:
 
 
 def start_build_workers(workers: int) -> None:
-    """Start the fork server, this process's analysis and the next build's `workers`
-    processes, so that all are ready when the build is.
+    """Start the fork server, and in the background this process's analysis and the next
+    build's `workers` processes, so that all are ready when the build is.
 
     For a caller that will build after something slow (a fetch): the server's imports and
-    the workers' start overlap that instead of the build. This process warms up too (it
-    builds the commit's path view once the workers are done: 15 ms more when cold).
+    the workers' start overlap that instead of the build. Forking waits for the server's
+    imports (a second or more), hence the thread. This process warms up too: it builds the
+    commit's path view once the workers are done (15 ms more when cold).
     """
-    global _ready
     fork_server()
-    importlib.import_module("worker.search.prewarm")
-    if workers < 2:
-        return
-    with _ready_lock:
-        if _ready is not None and _ready.size == workers:
+    with _ahead.lock:
+        if _ahead.starting is not None:
             return
-        stale, _ready = _ready, _new_pool(workers, start_now=True)
+        _ahead.starting = threading.Thread(
+            target=_start_ahead, args=(workers,), name="start-build-workers", daemon=True
+        )
+        _ahead.starting.start()
+
+
+def _start_ahead(workers: int) -> None:
+    stale = None
+    try:
+        importlib.import_module("worker.search.prewarm")
+        current = _ahead.pool
+        if workers >= 2 and (current is None or current.size != workers):
+            pool = _new_pool(workers, start_now=True)
+            with _ahead.lock:
+                stale, _ahead.pool = _ahead.pool, pool
+    except Exception as exc:
+        log.warning("search.build_workers.not_started", workers=workers, error=repr(exc))
+    finally:
+        with _ahead.lock:
+            _ahead.starting = None
     if stale is not None:
         stale.executor.shutdown(wait=False)
 
 
 def stop_build_workers() -> None:
     """Shut down the workers started ahead, if any (for a process done building)."""
-    global _ready
-    with _ready_lock:
-        stale, _ready = _ready, None
+    stale = _ahead.take(None)
     if stale is not None:
         stale.executor.shutdown(wait=True, cancel_futures=True)
 
@@ -123,12 +165,7 @@ def stop_build_workers() -> None:
 def build_pool(workers: int) -> BuildPool:
     """A pool of `workers` processes for one build, the one started ahead if it fits; the
     caller shuts it down."""
-    global _ready
-    with _ready_lock:
-        if _ready is not None and _ready.size == workers:
-            pool, _ready = _ready, None
-            return pool
-    return _new_pool(workers, start_now=False)
+    return _ahead.take(workers) or _new_pool(workers, start_now=False)
 
 
 def fork_server() -> multiprocessing.context.ForkServerContext:
