@@ -58,3 +58,20 @@ def make_repo(tmp_path: Path) -> Callable[[str], RepoFactory]:
         return RepoFactory(tmp_path / f"{name}.git")
 
     return make
+
+
+def handler_files(n: int) -> dict[str, bytes]:
+    """`n` small Python modules, one handler each: blobs enough for two build workers."""
+    return {
+        f"pkg/mod_{i:03d}.py": f"def handler_{i}(req):\n    return route_{i % 7}(req)\n".encode()
+        for i in range(n)
+    }
+
+
+@pytest.fixture
+def two_workers_on_small_repos(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Builds with two workers split from 10 blobs on, taking runs of 200 bytes."""
+    from worker.search import build
+
+    monkeypatch.setattr(build, "MIN_BLOBS_PER_WORKER", 10)
+    monkeypatch.setattr(build, "STEAL_BYTES", 200)

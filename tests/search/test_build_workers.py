@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.search.conftest import RepoFactory
+from tests.search.conftest import RepoFactory, handler_files
 from worker.search import build as build_module
 from worker.search import build_commit_index, build_workers
 from worker.search.build_workers import BuildPool
@@ -37,19 +37,15 @@ def _segment_oids(cache: Path, commit: str) -> set[bytes]:
     return {o for s in manifest["segments"] for o in Segment.open(base / "segments" / s).oids()}
 
 
+@pytest.mark.usefixtures("two_workers_on_small_repos")
 def test_workers_started_ahead_serve_the_next_build_once(
     make_repo: Callable[[str], RepoFactory], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The next build runs in the workers started ahead (all up before it asks), shuts them
     down, and indexes what one process does; the build after it starts its own."""
-    files = {
-        f"pkg/mod_{i:03d}.py": f"def handler_{i}(req):\n    return route_{i % 7}(req)\n".encode()
-        for i in range(60)
-    }
+    files = handler_files(60)
     factory = make_repo("ahead")
     commit = factory.commit(files)
-    monkeypatch.setattr(build_module, "MIN_BLOBS_PER_WORKER", 10)
-    monkeypatch.setattr(build_module, "STEAL_BYTES", 200)
     handed: list[BuildPool] = []
     real_build_pool = build_workers.build_pool
 

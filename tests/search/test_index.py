@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.search.conftest import RepoFactory
+from tests.search.conftest import RepoFactory, handler_files
 from worker.errors import Timeout
 from worker.search import CommitIndex, IndexStore, SearchHit, build_commit_index, build_workers
 from worker.search import build as build_module
@@ -331,19 +331,15 @@ def test_query_without_informative_terms_has_no_hits(
     assert take(index.ranked("the * of a")) == []
 
 
+@pytest.mark.usefixtures("two_workers_on_small_repos")
 def test_workers_share_the_blobs_and_agree_with_one_process(
-    make_repo: Callable[[str], RepoFactory], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path
 ) -> None:
     """Two workers taking runs of blobs as they go: every blob in exactly one of their
     segments (a worker that started late may have none), the same hits as one process."""
-    files = {
-        f"pkg/mod_{i:03d}.py": f"def handler_{i}(req):\n    return route_{i % 7}(req)\n".encode()
-        for i in range(120)
-    }
+    files = handler_files(120)
     factory = make_repo("many")
     commit = factory.commit(files)
-    monkeypatch.setattr(build_module, "MIN_BLOBS_PER_WORKER", 10)
-    monkeypatch.setattr(build_module, "STEAL_BYTES", 200)
     shared = tmp_path / "shared"
     build_commit_index(shared, REPO_ID, factory.repo, commit, workers=2)
     alone = tmp_path / "alone"

@@ -41,11 +41,10 @@ _START_TIMEOUT: Final = 60.0
 
 @dataclass(frozen=True, slots=True)
 class BuildPool:
-    """The worker processes of one build and the counter they share out its blobs with."""
+    """The worker processes of one build."""
 
     executor: ProcessPoolExecutor
     size: int
-    next_item: Synchronized[int]
     started: tuple[Future[int], ...]
     """Started ahead: each worker's process id, once every worker is up (else none)."""
 
@@ -115,7 +114,7 @@ def _new_pool(size: int, *, start_now: bool) -> BuildPool:
         # A pool starts a process for a task only when none is idle: each of these holds
         # its worker until all are up, so every worker starts now.
         started = tuple(executor.submit(_pass_gate) for _ in range(size))
-    return BuildPool(executor, size, counter, started)
+    return BuildPool(executor, size, started)
 
 
 def start_build_workers(workers: int) -> None:
