@@ -106,6 +106,29 @@ def test_starting_workers_returns_before_they_are_up(monkeypatch: pytest.MonkeyP
         pool.executor.shutdown(wait=True)
 
 
+def test_waiting_for_workers_returns_once_every_one_is_up() -> None:
+    """After the wait, the pool started ahead has every worker up: the build takes it ready."""
+    build_workers.start_build_workers(2)
+    build_workers.wait_for_build_workers()
+    pool = build_workers.build_pool(2)
+    try:
+        assert len(pool.started) == 2
+        assert all(started.done() for started in pool.started)
+        assert len({started.result() for started in pool.started}) == 2
+    finally:
+        pool.executor.shutdown(wait=True)
+
+
+def test_waiting_with_no_workers_started_returns_at_once() -> None:
+    """Nothing started ahead: the wait returns, and the next build starts its own pool."""
+    build_workers.wait_for_build_workers()
+    pool = build_workers.build_pool(2)
+    try:
+        assert pool.started == ()
+    finally:
+        pool.executor.shutdown(wait=True)
+
+
 def test_one_worker_starts_no_pool_ahead() -> None:
     """Starting for a one-process build warms the fork server, but leaves no pool waiting."""
     build_workers.start_build_workers(1)
