@@ -218,9 +218,8 @@ def _runs(runs: Sequence[float]) -> str:
     """The median of timed runs with their spread, as the table prints it."""
     if len(runs) == 1:
         return f"{runs[0]:.2f} s"
-    return (
-        f"{statistics.median(runs):.2f} s (median of {len(runs)}: {min(runs):.2f}-{max(runs):.2f})"
-    )
+    median, low, high = statistics.median(runs), min(runs), max(runs)
+    return f"{median:.2f} s, median of {len(runs)}: {low:.2f}-{high:.2f}"
 
 
 async def measure_latency(url: str, name: str, queries: Sequence[str], figures: Figures) -> None:

@@ -97,7 +97,7 @@ def test_speed_bench_measures_every_row_on_a_tiny_corpus(tmp_path: Path) -> None
         assert len(figures.one_process_runs) == 5
         assert figures.one_process_seconds > 0
     table = render([figures])
-    assert "(median of 5: " in table
+    assert ", median of 5: " in table
     for measure in (
         "cold research index build",
         "build MB/s (per core)",
