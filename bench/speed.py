@@ -23,6 +23,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 import pygit2
 
@@ -68,6 +69,9 @@ class Figures:
     incremental_seconds: float = 0.0
     one_process_runs: list[float] = field(default_factory=list)
     """The same cold build with one process (so on one core), into a cache of its own."""
+    core_scaling: float = 0.0
+    """The work `index_workers` processes of a plain CPU loop did at once, in loops of one
+    process alone: what the machine gives a build that many cores at the time."""
     latencies_ms: list[float] = field(default_factory=list)
     throughput_1: float = 0.0
     throughput_2: float = 0.0
@@ -190,6 +194,31 @@ def mirror_and_index(corpus: PreparedCorpus, cache: Path, figures: Figures) -> s
             )
         shutil.rmtree(one_process_cache, ignore_errors=True)
     return name
+
+
+_SPIN: Final = (
+    "import time\nt = time.perf_counter()\ns = 0\nfor i in range(8_000_000):\n    s += i * i\n"
+    "print(time.perf_counter() - t)"
+)
+
+
+def core_scaling(processes: int) -> float:
+    """How many loops' worth of work `processes` processes of a plain CPU loop did at once,
+    against one process alone (the best of two): `processes` on an idle machine.
+
+    A shared virtual machine's cores are not always whole: this says what the machine gave
+    a parallel build at the time, so the per-core build figure can be read against it.
+    """
+
+    def together(n: int) -> list[float]:
+        runs = [
+            subprocess.Popen([sys.executable, "-c", _SPIN], stdout=subprocess.PIPE, text=True)
+            for _ in range(n)
+        ]
+        return [float(run.communicate()[0]) for run in runs]
+
+    alone = min(together(1)[0] for _ in range(2))
+    return processes * alone / max(together(processes))
 
 
 def _runs_after(first_seconds: float) -> int:
@@ -317,6 +346,7 @@ def run_corpus(
     cache = work / "speed" / corpus.name / "cache"
     print(f"[{corpus.name}] mirroring and indexing into {cache}", flush=True)
     name = mirror_and_index(corpus, cache, figures)
+    figures.core_scaling = core_scaling(figures.index_workers)
     if queries:
         queries = [queries[i % len(queries)] for i in range(query_count)]
     else:
@@ -365,6 +395,14 @@ def render(all_figures: Sequence[Figures]) -> str:
                 "-",
                 "-",
                 f">= {BUILD_TARGET_MB_S_PER_CORE:.0f}/core",
+            ),
+            (
+                f.corpus,
+                f"CPU loop, {f.index_workers} processes at once",
+                f"{f.core_scaling:.2f}x one process",
+                "",
+                "",
+                f"ideal {f.index_workers}x",
             ),
             (
                 f.corpus,

@@ -96,11 +96,13 @@ def test_speed_bench_measures_every_row_on_a_tiny_corpus(tmp_path: Path) -> None
     if figures.index_workers > 1:
         assert len(figures.one_process_runs) == 5
         assert figures.one_process_seconds > 0
+    assert figures.core_scaling > 0
     table = render([figures])
     assert ", median of 5: " in table
     for measure in (
         "cold research index build",
         "build MB/s (per core)",
+        f"CPU loop, {figures.index_workers} processes at once",
         "build MB/s, one process (one core)",
         "incremental index (edited)",
         "query p50",
