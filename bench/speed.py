@@ -69,9 +69,8 @@ class Figures:
     incremental_seconds: float = 0.0
     one_process_runs: list[float] = field(default_factory=list)
     """The same cold build with one process (so on one core), into a cache of its own."""
-    core_scaling: float = 0.0
-    """The work `index_workers` processes of a plain CPU loop did at once, in loops of one
-    process alone: what the machine gives a build that many cores at the time."""
+    core_scaling: list[float] = field(default_factory=list)
+    """Rounds of `core_scaling`: what the machine gave `index_workers` processes at once."""
     latencies_ms: list[float] = field(default_factory=list)
     throughput_1: float = 0.0
     throughput_2: float = 0.0
@@ -202,12 +201,13 @@ _SPIN: Final = (
 )
 
 
-def core_scaling(processes: int) -> float:
-    """How many loops' worth of work `processes` processes of a plain CPU loop did at once,
-    against one process alone (the best of two): `processes` on an idle machine.
+def core_scaling(processes: int, rounds: int = 5) -> list[float]:
+    """Per round, how many loops' worth of work `processes` processes of a plain CPU loop
+    did at once, against one process alone just before: `processes` on an idle machine.
 
     A shared virtual machine's cores are not always whole: this says what the machine gave
-    a parallel build at the time, so the per-core build figure can be read against it.
+    parallel work at the time, so the per-core build figure can be read against it. Rounds,
+    because that changes from one second to the next (1.2 to 2.1 for two, here).
     """
 
     def together(n: int) -> list[float]:
@@ -217,8 +217,7 @@ def core_scaling(processes: int) -> float:
         ]
         return [float(run.communicate()[0]) for run in runs]
 
-    alone = min(together(1)[0] for _ in range(2))
-    return processes * alone / max(together(processes))
+    return [processes * together(1)[0] / max(together(processes)) for _ in range(rounds)]
 
 
 def _runs_after(first_seconds: float) -> int:
@@ -245,10 +244,17 @@ def rebuild_cold(
 
 def _runs(runs: Sequence[float]) -> str:
     """The median of timed runs with their spread, as the table prints it."""
-    if len(runs) == 1:
-        return f"{runs[0]:.2f} s"
-    median, low, high = statistics.median(runs), min(runs), max(runs)
-    return f"{median:.2f} s, median of {len(runs)}: {low:.2f}-{high:.2f}"
+    return _spread(runs, " s")
+
+
+def _spread(values: Sequence[float], unit: str) -> str:
+    """The median of measured values with their range (just the value if there is one)."""
+    if not values:
+        return "n/a"
+    if len(values) == 1:
+        return f"{values[0]:.2f}{unit}"
+    median, low, high = statistics.median(values), min(values), max(values)
+    return f"{median:.2f}{unit}, median of {len(values)}: {low:.2f}-{high:.2f}"
 
 
 async def measure_latency(url: str, name: str, queries: Sequence[str], figures: Figures) -> None:
@@ -399,7 +405,7 @@ def render(all_figures: Sequence[Figures]) -> str:
             (
                 f.corpus,
                 f"CPU loop, {f.index_workers} processes at once",
-                f"{f.core_scaling:.2f}x one process",
+                _spread(f.core_scaling, "x one process"),
                 "",
                 "",
                 f"ideal {f.index_workers}x",
