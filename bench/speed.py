@@ -242,11 +242,6 @@ def rebuild_cold(
     return time.monotonic() - started
 
 
-def _runs(runs: Sequence[float]) -> str:
-    """The median of timed runs with their spread, as the table prints it."""
-    return _spread(runs, " s")
-
-
 def _spread(values: Sequence[float], unit: str) -> str:
     """The median of measured values with their range (just the value if there is one)."""
     if not values:
@@ -393,7 +388,7 @@ def render(all_figures: Sequence[Figures]) -> str:
                 "",
                 "",
             ),
-            (f.corpus, "cold research index build", _runs(f.index_runs), "-", "-", ""),
+            (f.corpus, "cold research index build", _spread(f.index_runs, " s"), "-", "-", ""),
             (
                 f.corpus,
                 "build MB/s (per core)",
@@ -413,7 +408,7 @@ def render(all_figures: Sequence[Figures]) -> str:
             (
                 f.corpus,
                 "build MB/s, one process (one core)",
-                f"{f.one_process_mb_s:.1f} ({_runs(f.one_process_runs)})"
+                f"{f.one_process_mb_s:.1f} ({_spread(f.one_process_runs, ' s')})"
                 if f.one_process_runs
                 else "n/a",
                 "-",
