@@ -10,6 +10,7 @@ import sys
 import threading
 import types
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,16 @@ def no_workers_left_started() -> Iterator[None]:
     build_workers.stop_build_workers()
     yield
     build_workers.stop_build_workers()
+
+
+@contextmanager
+def _pool_for_build(size: int) -> Iterator[BuildPool]:
+    """The pool the next build of `size` workers would get, shut down after."""
+    pool = build_workers.build_pool(size)
+    try:
+        yield pool
+    finally:
+        pool.executor.shutdown(wait=True)
 
 
 def _segment_oids(cache: Path, commit: str) -> set[bytes]:
@@ -99,44 +110,32 @@ def test_starting_workers_returns_before_they_are_up(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(build_workers, "_new_pool", slow_new_pool)
     build_workers.start_build_workers(2)
     may_start.set()
-    pool = build_workers.build_pool(2)
-    try:
+    with _pool_for_build(2) as pool:
         assert len({started.result(timeout=60) for started in pool.started}) == 2
-    finally:
-        pool.executor.shutdown(wait=True)
 
 
 def test_waiting_for_workers_returns_once_every_one_is_up() -> None:
     """After the wait, the pool started ahead has every worker up: the build takes it ready."""
     build_workers.start_build_workers(2)
     build_workers.wait_for_build_workers()
-    pool = build_workers.build_pool(2)
-    try:
+    with _pool_for_build(2) as pool:
         assert len(pool.started) == 2
         assert all(started.done() for started in pool.started)
         assert len({started.result() for started in pool.started}) == 2
-    finally:
-        pool.executor.shutdown(wait=True)
 
 
 def test_waiting_with_no_workers_started_returns_at_once() -> None:
     """Nothing started ahead: the wait returns, and the next build starts its own pool."""
     build_workers.wait_for_build_workers()
-    pool = build_workers.build_pool(2)
-    try:
+    with _pool_for_build(2) as pool:
         assert pool.started == ()
-    finally:
-        pool.executor.shutdown(wait=True)
 
 
 def test_one_worker_starts_no_pool_ahead() -> None:
     """Starting for a one-process build warms the fork server, but leaves no pool waiting."""
     build_workers.start_build_workers(1)
-    pool = build_workers.build_pool(2)
-    try:
+    with _pool_for_build(2) as pool:
         assert pool.started == ()
-    finally:
-        pool.executor.shutdown(wait=True)
 
 
 def test_build_workers_leave_inherited_objects_out_of_collection() -> None:
