@@ -10,7 +10,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.search.chunking import _Definition, _definitions, chunk_blob, line_starts
+from worker.search.chunking import chunk_blob, line_starts
+from worker.search.definitions import definitions
 from worker.search.lexers import C_LEXEMES, PY_LEXEMES, c_lexemes, python_lexemes
 from worker.search.outline import c_outlines, python_outlines
 
@@ -18,26 +19,13 @@ Flat = list[tuple[int, int, str, str]]
 Lexer = Callable[[Any, Any, Any, Any], tuple[Any, Any]]
 
 
-def flat(roots: list[_Definition]) -> Flat:
-    out: Flat = []
-
-    def walk(d: _Definition) -> None:
-        out.append((d.start_row, d.end_row, d.symbol, d.kind))
-        for child in d.children:
-            walk(child)
-
-    for root in roots:
-        walk(root)
-    return out
-
-
 def same_as_whole(data: bytes, language: str) -> Flat:
     """Assert the outlined parse equals the whole parse; return the definitions."""
     outliner = c_outlines if language in ("c", "cpp") else python_outlines
     outline = outliner([data])[0]
     assert outline is not None
-    whole = flat(_definitions(data, language, None))
-    assert flat(_definitions(data, language, outline)) == whole
+    whole = definitions(data, language, None).rows()
+    assert definitions(data, language, outline).rows() == whole
     return whole
 
 
@@ -177,8 +165,9 @@ def test_outlines_of_a_batch_are_independent() -> None:
     for data, outline in zip(files, outlines, strict=True):
         if outline is not None:
             assert outline.rows[-1] <= data.count(b"\n")
-            assert flat(_definitions(data, "python", outline)) == flat(
-                _definitions(data, "python", None)
+            assert (
+                definitions(data, "python", outline).rows()
+                == definitions(data, "python", None).rows()
             )
 
 
@@ -230,8 +219,8 @@ def test_python_outline_never_changes_definitions(lines: list[str]) -> None:
     """Any valid arrangement of blocks: the definitions found are those of a whole parse."""
     data = "\n".join(lines).encode()
     outline = python_outlines([data])[0]
-    whole = flat(_definitions(data, "python", None))
-    assert flat(_definitions(data, "python", outline)) == whole
+    whole = definitions(data, "python", None).rows()
+    assert definitions(data, "python", outline).rows() == whole
 
 
 def test_python_indentation_errors_are_parsed_whole() -> None:

@@ -13,16 +13,15 @@ and Python touches each definition and each window, never each line.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
-import tree_sitter
 
-from worker.search.languages import PARSED_LANGUAGES, comment_prefixes, grammar
+from worker.search.definitions import Definition, Definitions, definitions, tree
+from worker.search.languages import PARSED_LANGUAGES, comment_prefixes
 from worker.search.outline import Outline, c_outlines, python_outlines
 
 MAX_CHUNK_LINES: Final = 150
@@ -36,38 +35,13 @@ parse could not split it any finer; it would only cost: Django's three minified 
 (240 KB, two or three lines each) took 0.07 s to parse, 4% of the build. The longest lines
 of written code average about 150 bytes (Linux's register tables), minified code 9 KB.
 """
-MAX_NESTING: Final = 8
-"""Deeper definitions stay inside their parent's chunk (generated code nests absurdly)."""
 _BLANK: Final = b" \t\r\f\v"
 _BLANK_TABLE = np.zeros(256, dtype=bool)
 _BLANK_TABLE[list(_BLANK)] = True
-CONTAINER_KINDS: Final = frozenset(
-    {
-        "class_definition",
-        "class_declaration",
-        "abstract_class_declaration",
-        "interface_declaration",
-        "enum_declaration",
-        "record_declaration",
-        "module",
-        "impl_item",
-        "trait_item",
-        "mod_item",
-        "class_specifier",
-        "struct_specifier",
-        "namespace_definition",
-    }
-)
-"""Definitions whose nested definitions get chunks of their own; a function keeps its closures."""
 _OUTLINERS: Final = {"c": c_outlines, "cpp": c_outlines, "python": python_outlines}
-_REPARSE_ON_ERROR: Final = frozenset({"python"})
-"""Outlines whose parse is checked: a Python outline with a syntax error is parsed whole again.
-
-C and C++ files have errors on their own (macros the parser cannot know), so the check would
-throw away most outlines; their outlines were compared with whole parses instead.
-"""
 
 I64 = npt.NDArray[np.int64]
+Objects = npt.NDArray[np.object_]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +79,7 @@ class _Collector:
         self.end: list[int] = []
         self.symbol: list[str | None] = []
         self.kind: list[str] = []
-        self.array_parts: list[tuple[I64, I64, list[str | None], list[str]]] = []
+        self.array_parts: list[tuple[I64, I64, Objects, Objects]] = []
 
     def add(self, start: int, end: int, symbol: str | None, kind: str) -> None:
         self.start.append(start)
@@ -113,35 +87,25 @@ class _Collector:
         self.symbol.append(symbol)
         self.kind.append(kind)
 
-    def add_arrays(self, start: I64, end: I64, symbol: list[str | None], kind: list[str]) -> None:
+    def add_arrays(self, start: I64, end: I64, symbol: Objects, kind: Objects) -> None:
         self.array_parts.append((start, end, symbol, kind))
 
     def ordered(self) -> tuple[I64, I64, list[str | None], list[str]]:
         """Every chunk, by start row (chunks never overlap)."""
-        starts = [np.asarray(self.start, dtype=np.int64)] + [p[0] for p in self.array_parts]
-        ends = [np.asarray(self.end, dtype=np.int64)] + [p[1] for p in self.array_parts]
-        symbols = self.symbol + [x for p in self.array_parts for x in p[2]]
-        kinds = self.kind + [x for p in self.array_parts for x in p[3]]
-        start = np.concatenate(starts)
+        parts = self.array_parts
+        start = np.concatenate([np.asarray(self.start, dtype=np.int64)] + [p[0] for p in parts])
         order = np.argsort(start, kind="stable")
-        order_list = order.tolist()
-        return (
-            start[order],
-            np.concatenate(ends)[order],
-            [symbols[i] for i in order_list],
-            [kinds[i] for i in order_list],
-        )
+        ends = np.concatenate([np.asarray(self.end, dtype=np.int64)] + [p[1] for p in parts])
+        symbols = np.concatenate([_objects(self.symbol)] + [p[2] for p in parts])
+        kinds = np.concatenate([_objects(self.kind)] + [p[3] for p in parts])
+        return start[order], ends[order], symbols[order].tolist(), kinds[order].tolist()
 
 
-@dataclass(slots=True)
-class _Definition:
-    start_row: int
-    end_row: int
-    start_byte: int
-    end_byte: int
-    symbol: str
-    kind: str
-    children: list[_Definition] = field(default_factory=list)
+def _objects(values: Sequence[object]) -> Objects:
+    """The values as a one-dimensional object array (strings stay whole)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
 
 
 def line_starts(data: bytes) -> I64:
@@ -235,28 +199,6 @@ class _Lines:
         return last
 
 
-_parsers = threading.local()
-
-
-def _parser(language: str) -> tree_sitter.Parser:
-    cache: dict[str, tree_sitter.Parser] | None = getattr(_parsers, "cache", None)
-    if cache is None:
-        cache = {}
-        _parsers.cache = cache
-    parser = cache.get(language)
-    if parser is None:
-        parser = tree_sitter.Parser(grammar(language).language)
-        cache[language] = parser
-    return parser
-
-
-def _decode(raw: bytes) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw.decode("latin-1")
-
-
 def _is_utf8(data: bytes) -> bool:
     if data.isascii():
         return True
@@ -273,65 +215,6 @@ def _as_utf8(data: bytes) -> bytes:
     Re-encoding never adds or removes a b"\n", so rows stay those of the original blob.
     """
     return data if _is_utf8(data) else data.decode("latin-1").encode("utf-8")
-
-
-def _definitions(data: bytes, language: str, outline: Outline | None) -> list[_Definition]:
-    """Top-level definitions with nested children, qualified names filled in.
-
-    The parser reads the outline when there is one; rows map back through its row map. A
-    node ending with a newline (at column 0) ends on the row before. Rows are the parser's
-    own points (it counts b"\\n" as this module does), not recounted from byte offsets.
-    """
-    text = data if outline is None else outline.text
-    parser = _parser(language)
-    tree = parser.parse(text)
-    if outline is not None and language in _REPARSE_ON_ERROR and tree.root_node.has_error:
-        outline, text = None, data
-        tree = parser.parse(text)
-    matches = tree_sitter.QueryCursor(grammar(language).query).matches(tree.root_node)
-    found: dict[tuple[int, int], tuple[str, str, int, int]] = {}
-    for _, captures in matches:
-        node = captures["def"][0]
-        key = (node.start_byte, node.end_byte)
-        if key in found:
-            continue
-        name_node = captures["name"][0]
-        symbol = _decode(text[name_node.start_byte : name_node.end_byte])
-        receiver = captures.get("receiver")
-        if receiver:
-            symbol = _decode(text[receiver[0].start_byte : receiver[0].end_byte]) + "." + symbol
-        first, (last, column) = node.start_point[0], node.end_point
-        # Ends right after a newline: the node's last row is the one before.
-        if column == 0 and last > first:
-            last -= 1
-        found[key] = (symbol, node.type, first, last)
-    if not found:
-        return []
-    spans = sorted(found, key=lambda k: (k[0], -k[1]))
-    rows = np.asarray([found[k][2:] for k in spans], dtype=np.int64).reshape(-1, 2)
-    start_row, end_row = rows[:, 0], rows[:, 1]
-    if outline is not None:
-        start_row, end_row = outline.rows[start_row], outline.rows[end_row]
-    roots: list[_Definition] = []
-    stack: list[tuple[_Definition, int]] = []
-    for (start_byte, end_byte), first, last in zip(
-        spans, start_row.tolist(), end_row.tolist(), strict=True
-    ):
-        symbol, kind = found[start_byte, end_byte][:2]
-        while stack and stack[-1][0].end_byte <= start_byte:
-            stack.pop()
-        if not stack:
-            d = _Definition(first, last, start_byte, end_byte, symbol, kind)
-            roots.append(d)
-            stack.append((d, 1))
-            continue
-        parent, depth = stack[-1]
-        if depth >= MAX_NESTING or parent.kind not in CONTAINER_KINDS:
-            continue
-        d = _Definition(first, last, start_byte, end_byte, f"{parent.symbol}.{symbol}", kind)
-        parent.children.append(d)
-        stack.append((d, depth + 1))
-    return roots
 
 
 class _Emitter:
@@ -359,7 +242,7 @@ class _Emitter:
                 lo += 1
 
     def region(
-        self, lo: int, hi: int, symbol: str | None, kind: str, kids: list[_Definition]
+        self, lo: int, hi: int, symbol: str | None, kind: str, kids: list[Definition]
     ) -> None:
         cursor = lo
         for child in kids:
@@ -385,101 +268,137 @@ class _Emitter:
         return row
 
 
-@dataclass(slots=True)
-class _Regions:
+class _Definitions:
+    """The definitions of a batch's blobs, added a blob at a time; `arrays` puts them together.
+
+    Each blob is a region of its own (the top level); its definitions keep their pre-order,
+    and blobs follow one another, so all of them are in pre-order and in row order.
+    """
+
+    def __init__(self) -> None:
+        self.first: list[int] = []
+        self.last: list[int] = []
+        self.found: list[Definitions] = []
+        self.symbol: list[str] = []
+        self.kind: list[str] = []
+
+    def add(self, first: int, last: int, found: Definitions) -> None:
+        """A blob on rows [first, last] and its definitions."""
+        self.first.append(first)
+        self.last.append(last)
+        self.found.append(found)
+        self.symbol += found.symbol
+        self.kind += found.kind
+
+    def arrays(self) -> tuple[_DefinitionArrays, _Level]:
+        """Every definition, rows global, parents numbered through the batch; the top level."""
+        found = self.found
+        counts = np.fromiter((len(f.symbol) for f in found), dtype=np.int64, count=len(found))
+        base = np.zeros(len(found), dtype=np.int64)
+        np.cumsum(counts[:-1], out=base[1:])
+        first = np.asarray(self.first, dtype=np.int64)
+        blob = np.repeat(np.arange(len(found), dtype=np.int64), counts)
+        n = int(counts.sum())
+        shift = first[blob]
+        parent = np.concatenate([np.zeros(0, np.int64)] + [f.parent for f in found])
+        root = parent < 0
+        # A top-level definition's parent is n: the one past the end (no definition).
+        parent = np.where(root, n, parent + base[blob])
+        defs = _DefinitionArrays(
+            start=np.concatenate([np.zeros(0, np.int64)] + [f.start_row for f in found]) + shift,
+            end=np.concatenate([np.zeros(0, np.int64)] + [f.end_row for f in found]) + shift,
+            symbol=_objects(self.symbol),
+            kind=_objects(self.kind),
+            parent=parent,
+            n_kids=np.bincount(parent, minlength=n + 1)[:n],
+        )
+        top = _Level(
+            first=first,
+            last=np.asarray(self.last, dtype=np.int64),
+            symbol=_objects([None] * len(found)),
+            kind=_objects(["module"] * len(found)),
+            counts=np.bincount(blob[root], minlength=len(found)),
+            items=np.flatnonzero(root),
+        )
+        return defs, top
+
+
+@dataclass(frozen=True, slots=True)
+class _DefinitionArrays:
+    """A batch's definitions in pre-order: global rows, names, the one each is nested in."""
+
+    start: I64
+    end: I64
+    symbol: Objects
+    kind: Objects
+    parent: I64
+    """The definition each is nested in; at top level, the number of definitions."""
+    n_kids: I64
+
+
+@dataclass(frozen=True, slots=True)
+class _Level:
     """Row ranges whose definitions are chunked together (`_Emitter.region`, for many).
 
     A region's rows outside its definitions go to chunks under the region's own symbol and
     kind (`module` for a whole blob, the class for a class body). Rows are global; regions
-    are disjoint and in row order, each one's items in row order.
+    are disjoint and in row order, their items (definitions) grouped by region, in row order.
     """
 
-    first: list[int] = field(default_factory=list)
-    last: list[int] = field(default_factory=list)
-    symbol: list[str | None] = field(default_factory=list)
-    kind: list[str] = field(default_factory=list)
-    n_items: list[int] = field(default_factory=list)
-    start: list[int] = field(default_factory=list)
-    end: list[int] = field(default_factory=list)
-    item_symbol: list[str] = field(default_factory=list)
-    item_kind: list[str] = field(default_factory=list)
-    kids: list[list[_Definition]] = field(default_factory=list)
-    row0: list[int] = field(default_factory=list)
-    """Per item, the first row of its blob (its children's rows count from there)."""
-
-    def add(
-        self,
-        first: int,
-        last: int,
-        symbol: str | None,
-        kind: str,
-        *,
-        items: list[_Definition],
-        row0: int,
-    ) -> None:
-        """A region and its definitions (rows of the definitions relative to `row0`)."""
-        self.first.append(first)
-        self.last.append(last)
-        self.symbol.append(symbol)
-        self.kind.append(kind)
-        self.n_items.append(len(items))
-        self.start.extend(row0 + d.start_row for d in items)
-        self.end.extend(row0 + d.end_row for d in items)
-        self.item_symbol.extend(d.symbol for d in items)
-        self.item_kind.extend(d.kind for d in items)
-        self.kids.extend(d.children for d in items)
-        self.row0.extend([row0] * len(items))
+    first: I64
+    last: I64
+    symbol: Objects
+    kind: Objects
+    counts: I64
+    """How many items each region has."""
+    items: I64
 
 
-def _region_chunks(out: _Collector, lines: _Lines, regions: _Regions, last_stop: I64) -> _Regions:
+def _region_chunks(
+    out: _Collector, lines: _Lines, level: _Level, defs: _DefinitionArrays, last_stop: I64
+) -> _Level:
     """Chunk one level of regions with array operations; returns the next level down.
 
     A definition's chunk starts at its leading comments (not before the end of the one
-    before); a definition with children becomes a region of the next level instead.
+    before); a kept definition with nested ones becomes a region of the next level instead.
     """
-    counts = np.asarray(regions.n_items, dtype=np.int64)
+    counts, first, last, items = level.counts, level.first, level.last, level.items
     region_of = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-    first = np.asarray(regions.first, dtype=np.int64)
-    last = np.asarray(regions.last, dtype=np.int64)
-    start = np.asarray(regions.start, dtype=np.int64)
-    end = np.minimum(np.asarray(regions.end, dtype=np.int64), last[region_of])
+    start = defs.start[items]
+    end = np.minimum(defs.end[items], last[region_of])
     # Where each definition may start: after every earlier one of its region.
     reach = np.maximum.accumulate(end + 1) if len(end) else end
     cursor = np.maximum(first[region_of], np.concatenate([[0], reach[:-1]]).astype(np.int64))
     lead = last_stop[np.maximum(start - 1, 0)] + 1
     begin = np.maximum(cursor, np.where(start > 0, np.minimum(lead, start), start))
-    kept = begin <= end
+    kept = np.flatnonzero(begin <= end)
     tail_from = first
     if len(end):
         offsets = np.minimum(np.concatenate([[0], np.cumsum(counts)[:-1]]), len(end))
         furthest = np.maximum.reduceat(np.append(end + 1, 0), offsets)
         tail_from = np.where(counts > 0, np.maximum(first, furthest), first)
-    kept_list = np.flatnonzero(kept).tolist()
-    nested = [i for i in kept_list if regions.kids[i]]
-    leaves = [i for i in kept_list if not regions.kids[i]]
-    gap_region = region_of[kept].tolist()
-    symbols: list[str | None] = [regions.symbol[r] for r in gap_region]
-    symbols += [regions.item_symbol[i] for i in leaves]
-    symbols += regions.symbol
-    kinds = [regions.kind[r] for r in gap_region]
-    kinds += [regions.item_kind[i] for i in leaves]
-    kinds += regions.kind
-    leaf = np.asarray(leaves, dtype=np.int64)
-    raw_lo = np.concatenate([cursor[kept], begin[leaf], tail_from])
-    raw_hi = np.concatenate([begin[kept] - 1, end[leaf], last])
+    has_kids = defs.n_kids[items[kept]] > 0
+    nested, leaves = kept[has_kids], kept[~has_kids]
+    gap_region = region_of[kept]
+    symbols = np.concatenate([level.symbol[gap_region], defs.symbol[items[leaves]], level.symbol])
+    kinds = np.concatenate([level.kind[gap_region], defs.kind[items[leaves]], level.kind])
+    raw_lo = np.concatenate([cursor[kept], begin[leaves], tail_from])
+    raw_hi = np.concatenate([begin[kept] - 1, end[leaves], last])
     _emit_spans(out, lines, raw_lo, raw_hi, symbols=symbols, kinds=kinds)
-    below = _Regions()
-    begin_list, end_list = begin.tolist(), end.tolist()
-    for i in nested:
-        below.add(
-            begin_list[i],
-            end_list[i],
-            regions.item_symbol[i],
-            regions.item_kind[i],
-            items=regions.kids[i],
-            row0=regions.row0[i],
-        )
-    return below
+    # The next level: the nested definitions of each region made here, in its order.
+    regions = items[nested]
+    rank = np.full(len(defs.parent) + 1, -1, dtype=np.int64)
+    rank[regions] = np.arange(len(regions), dtype=np.int64)
+    region_of_kid = rank[defs.parent]
+    kids = np.flatnonzero(region_of_kid >= 0)
+    return _Level(
+        first=begin[nested],
+        last=end[nested],
+        symbol=defs.symbol[regions],
+        kind=defs.kind[regions],
+        counts=np.bincount(region_of_kid[kids], minlength=len(regions)),
+        items=kids,
+    )
 
 
 def _emit_spans(
@@ -488,16 +407,16 @@ def _emit_spans(
     raw_lo: I64,
     raw_hi: I64,
     *,
-    symbols: list[str | None],
-    kinds: list[str],
+    symbols: Objects,
+    kinds: Objects,
 ) -> None:
     """Blank-trimmed chunks of row spans (empty ones skipped, long ones cut into windows)."""
     lo = lines.next_filled[np.clip(raw_lo, 0, len(lines.blank_array) - 1)]
     hi = lines.prev_filled[np.maximum(raw_hi, 0)]
     real = (raw_lo <= raw_hi) & (lo <= hi)
     long = real & (hi - lo >= MAX_CHUNK_LINES)
-    short = np.flatnonzero(real & ~long).tolist()
-    out.add_arrays(lo[short], hi[short], [symbols[i] for i in short], [kinds[i] for i in short])
+    short = np.flatnonzero(real & ~long)
+    out.add_arrays(lo[short], hi[short], symbols[short], kinds[short])
     blank = lines.blank
     for i in np.flatnonzero(long).tolist():
         a, b = int(lo[i]), int(hi[i])
@@ -565,7 +484,7 @@ def chunk_batch(datas: Sequence[bytes], languages: Sequence[str | None]) -> Chun
         for data, language, n in zip(datas, languages, n_lines, strict=True)
     ]
     outlines = _outlines(datas, languages)
-    regions: dict[tuple[bytes, ...], _Regions] = {}
+    groups: dict[tuple[bytes, ...], _Definitions] = {}
     for i, (data, language) in enumerate(zip(datas, languages, strict=True)):
         n, row0 = n_lines[i], first_rows[i]
         if language not in PARSED_LANGUAGES:
@@ -573,20 +492,20 @@ def chunk_batch(datas: Sequence[bytes], languages: Sequence[str | None]) -> Chun
             continue
         assert language is not None
         if i in outlines:
-            roots = _definitions(data, language, outlines[i])
+            found = definitions(data, language, outlines[i])
         else:
-            roots = _definitions(_as_utf8(data), language, None)
+            found = definitions(_as_utf8(data), language, None)
         prefixes = comment_prefixes(language)
         if any(len(p) > 2 for p in prefixes):
-            _Emitter(out, lines, row0, prefixes).region(0, n - 1, None, "module", roots)
+            _Emitter(out, lines, row0, prefixes).region(0, n - 1, None, "module", tree(found))
             continue
-        group = regions.setdefault(prefixes, _Regions())
-        group.add(row0, row0 + n - 1, None, "module", items=roots, row0=row0)
-    for prefixes, top in regions.items():
+        group = groups.setdefault(prefixes, _Definitions())
+        group.add(row0, row0 + n - 1, found)
+    for prefixes, group in groups.items():
         last_stop = lines.last_stop(prefixes)
-        level = top
-        while level.first:
-            level = _region_chunks(out, lines, level, last_stop)
+        defs, level = group.arrays()
+        while len(level.first):
+            level = _region_chunks(out, lines, level, defs, last_stop)
     start, end, symbol, kind = out.ordered()
     blob = np.searchsorted(row0s, start, side="right") - 1
     return ChunkBatch(
