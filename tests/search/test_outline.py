@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from worker.search.chunking import chunk_blob, line_starts
 from worker.search.definitions import definitions
 from worker.search.lexers import C_LEXEMES, PY_LEXEMES, c_lexemes, python_lexemes
-from worker.search.outline import c_outlines, python_outlines
+from worker.search.outline import c_outlines, first_not_in, python_outlines
 
 Flat = list[tuple[int, int, str, str]]
 Lexer = Callable[[Any, Any, Any, Any], tuple[Any, Any]]
@@ -340,3 +340,35 @@ def test_python_lexemes_equal_the_regex(files: list[bytes]) -> None:
     regex's spans."""
     expected = [reference_lexemes(f, PY_LEXEMES) for f in files]
     assert array_lexemes(files, python_lexemes) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([b" ", b" " * 4, b" " * 8, b"\t", b"x", b"\n"]), max_size=80).map(
+        b"".join
+    ),
+    st.sampled_from([b" ", b" \t"]),
+    st.data(),
+)
+def test_first_not_in_finds_the_first_byte_not_skipped(
+    data: bytes, skipped: bytes, draw: st.DataObject
+) -> None:
+    """Lines of indentation-like bytes, and any spans of them: the first byte not skipped,
+    or the span's end, as a byte-by-byte scan finds it (whatever runs of spaces are stepped
+    over at once)."""
+    newlines = [i for i, byte in enumerate(data) if byte == 10]
+    spans = list(zip([0] + [i + 1 for i in newlines], [*newlines, len(data)], strict=True))
+    position = st.integers(0, len(data))
+    spans += draw.draw(st.lists(st.tuples(position, position).map(sorted), max_size=10))
+    skip = np.zeros(256, dtype=bool)
+    skip[list(skipped)] = True
+    expected = []
+    for start, end in spans:
+        at = start
+        while at < end and data[at] in skipped:
+            at += 1
+        expected.append(at)
+    starts = np.array([s for s, _ in spans], dtype=np.int64)
+    ends = np.array([e for _, e in spans], dtype=np.int64)
+    a = np.frombuffer(data, dtype=np.uint8)
+    assert first_not_in(a, starts, ends, skip).tolist() == expected

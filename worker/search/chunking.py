@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from worker.search.definitions import Definition, Definitions, definitions, tree
 from worker.search.languages import PARSED_LANGUAGES, comment_prefixes
-from worker.search.outline import Outline, c_outlines, python_outlines
+from worker.search.outline import Outline, c_outlines, first_not_in, python_outlines
 
 MAX_CHUNK_LINES: Final = 150
 """A longer definition is cut into windows: one hit should not be a 2,000-line function."""
@@ -145,12 +145,7 @@ class _Lines:
         starts[0] = 0
         starts[1:] = newlines + 1
         ends = np.append(newlines, len(a))
-        first = starts.copy()
-        todo = np.flatnonzero(first < ends)
-        while len(todo):
-            todo = todo[_BLANK_TABLE[a[first[todo]]]]
-            first[todo] += 1
-            todo = todo[first[todo] < ends[todo]]
+        first = first_not_in(a, starts, ends, _BLANK_TABLE)
         blank = first >= ends
         rows = np.arange(len(starts), dtype=np.int64)
         self.a = a

