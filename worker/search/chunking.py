@@ -8,7 +8,9 @@ split on b"\\n", the same rule the excerpt code uses.
 
 Blobs are chunked a batch at a time: line starts and blank lines come from numpy passes over
 the whole batch, C, C++ and Python files are outlined together (see `worker.search.outline`),
-and Python touches each definition and each window, never each line.
+the batch's definitions (see `worker.search.definitions`) are laid out one nesting level at
+a time with array operations, and Python touches each definition and each window, never
+each line.
 """
 
 from __future__ import annotations
@@ -263,7 +265,7 @@ class _Emitter:
         return row
 
 
-class _Definitions:
+class _BatchDefinitions:
     """The definitions of a batch's blobs, added a blob at a time; `arrays` puts them together.
 
     Each blob is a region of its own (the top level); its definitions keep their pre-order,
@@ -479,7 +481,7 @@ def chunk_batch(datas: Sequence[bytes], languages: Sequence[str | None]) -> Chun
         for data, language, n in zip(datas, languages, n_lines, strict=True)
     ]
     outlines = _outlines(datas, languages)
-    groups: dict[tuple[bytes, ...], _Definitions] = {}
+    groups: dict[tuple[bytes, ...], _BatchDefinitions] = {}
     for i, (data, language) in enumerate(zip(datas, languages, strict=True)):
         n, row0 = n_lines[i], first_rows[i]
         if language not in PARSED_LANGUAGES:
@@ -494,7 +496,7 @@ def chunk_batch(datas: Sequence[bytes], languages: Sequence[str | None]) -> Chun
         if any(len(p) > 2 for p in prefixes):
             _Emitter(out, lines, row0, prefixes).region(0, n - 1, None, "module", tree(found))
             continue
-        group = groups.setdefault(prefixes, _Definitions())
+        group = groups.setdefault(prefixes, _BatchDefinitions())
         group.add(row0, row0 + n - 1, found)
     for prefixes, group in groups.items():
         last_stop = lines.last_stop(prefixes)
