@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Final
 
 import numpy as np
@@ -276,16 +277,12 @@ class _BatchDefinitions:
         self.first: list[int] = []
         self.last: list[int] = []
         self.found: list[Definitions] = []
-        self.symbol: list[str] = []
-        self.kind: list[str] = []
 
     def add(self, first: int, last: int, found: Definitions) -> None:
         """A blob on rows [first, last] and its definitions."""
         self.first.append(first)
         self.last.append(last)
         self.found.append(found)
-        self.symbol += found.symbol
-        self.kind += found.kind
 
     def arrays(self) -> tuple[_DefinitionArrays, _Level]:
         """Every definition, rows global, parents numbered through the batch; the top level."""
@@ -304,8 +301,8 @@ class _BatchDefinitions:
         defs = _DefinitionArrays(
             start=np.concatenate([np.zeros(0, np.int64)] + [f.start_row for f in found]) + shift,
             end=np.concatenate([np.zeros(0, np.int64)] + [f.end_row for f in found]) + shift,
-            symbol=_objects(self.symbol),
-            kind=_objects(self.kind),
+            symbol=_objects(list(chain.from_iterable(f.symbol for f in found))),
+            kind=_objects(list(chain.from_iterable(f.kind for f in found))),
             parent=parent,
             n_kids=np.bincount(parent, minlength=n + 1)[:n],
         )
