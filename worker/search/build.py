@@ -31,7 +31,9 @@ from worker.search import build_workers
 from worker.search.analysis import BlobSource, SegmentBuilder, SegmentTables
 from worker.search.commit_view import (
     CommitTables,
+    PathTerms,
     build_commit_tables,
+    path_terms,
     read_manifest,
     write_commit,
 )
@@ -310,10 +312,12 @@ def build_commit_index(
         where, skipped = blob_locations(keep)
         missing = missing_blobs(entries, where, skipped)
         reused = keep
-    new_ids = _analyse_missing(repo, missing, max_blob_bytes, segments_dir, workers)
+    new_ids, ahead = _analyse_missing(
+        repo, missing, max_blob_bytes, segments_dir, workers, meanwhile=lambda: path_terms(entries)
+    )
     segments = reused + [Segment.open(segments_dir / s) for s in new_ids]
     where, _ = blob_locations(segments)
-    tables = build_commit_tables(entries, where)
+    tables = build_commit_tables(entries, where, ahead=ahead)
     out = write_commit(index_dir / "commits", repo_id, commit, [s.id for s in segments], tables)
     log.info(
         "search.index.built",
@@ -334,14 +338,22 @@ def _analyse_missing(
     max_blob_bytes: int,
     segments_dir: Path,
     workers: int | None,
-) -> list[str]:
+    *,
+    meanwhile: Callable[[], PathTerms],
+) -> tuple[list[str], PathTerms | None]:
+    """Analyse the missing blobs into new segments (their ids); with build workers, this
+    process runs `meanwhile` while they analyse, and its result comes back too (else None).
+
+    The workers' processes are left to exit on their own once done: this process goes on to
+    the commit's view meanwhile.
+    """
     if not missing:
-        return []
+        return [], None
     n_workers = max(1, min(workers or 1, len(missing) // MIN_BLOBS_PER_WORKER))
     if n_workers == 1:
         seg_id, tables = analyse(repo, missing, max_blob_bytes)
         write_segment(segments_dir, seg_id, tables)
-        return [seg_id]
+        return [seg_id], None
     # Workers take runs of about equal bytes as they go, so they finish together whatever
     # each run costs; an oversized blob counts for nothing (it is not analysed).
     ends = list(
@@ -349,7 +361,7 @@ def _analyse_missing(
     )
     blob_list = _BlobList.of(missing, ends)
     pool = build_workers.build_pool(n_workers)
-    with pool.executor:
+    try:
         futures = [
             pool.executor.submit(
                 _analyse_shared,
@@ -362,7 +374,14 @@ def _analyse_missing(
             )
             for _ in range(n_workers)
         ]
-        return [seg for f in futures if (seg := f.result()) is not None]
+        # On a core the workers share: they take fewer runs while this runs.
+        ahead = meanwhile()
+        new_ids = [seg for f in futures if (seg := f.result()) is not None]
+    except BaseException:
+        pool.executor.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.executor.shutdown(wait=False)
+    return new_ids, ahead
 
 
 def _work_weights(repo: pygit2.Repository, oids: list[bytes], max_blob_bytes: int) -> list[int]:

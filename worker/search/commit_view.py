@@ -13,6 +13,7 @@ Only paths whose blob is indexed (text, not oversized) are listed. The path inde
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import tempfile
@@ -25,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from worker.search.postings import Postings
 from worker.search.postings import postings as term_postings
 from worker.search.segment import (
     FORMAT_VERSION,
@@ -38,6 +40,8 @@ from worker.search.segment import (
 from worker.search.vocabulary import TermRows
 
 COMPONENTS: Final = ("paths", "path_terms", "path_postings")
+I64 = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,50 +58,92 @@ def _name_stem(name: str) -> str:
     return stem if dot and stem else name
 
 
-def build_commit_tables(
-    entries: Sequence[tuple[str, bytes]],
-    locations: dict[bytes, tuple[int, int]],
-) -> CommitTables:
-    """The commit's view from its (path, oid) entries and where each indexed oid lives.
+@dataclass(frozen=True, slots=True)
+class PathTerms:
+    """The path index of some (path, oid) entries: terms (binary, ascending), each path's
+    count of term occurrences per field (whole path, file name), postings grouped by term."""
+
+    entries: list[tuple[str, bytes]]
+    terms: pa.Array
+    len_path: I64
+    len_name: I64
+    postings: Postings
+
+    def kept(self, keep: Mask) -> PathTerms:
+        """The path index of the entries `keep` selects: the same as that worked out from them
+        alone (their rows renumbered in order, terms no kept path has dropped)."""
+        if keep.all():
+            return self
+        old = self.postings
+        row_keep = keep[old.chunk]
+        term = np.repeat(np.arange(len(old.count)), old.count)[row_keep]
+        count = np.bincount(term, minlength=len(old.count))
+        live = count > 0
+        new = Postings(int(np.count_nonzero(live)))
+        new.count = count[live].astype(np.int64)
+        np.cumsum(new.count[:-1], out=new.start[1:])
+        new.chunk = (np.cumsum(keep, dtype=np.int32) - 1)[old.chunk[row_keep]]
+        new.tf_body = old.tf_body[row_keep]
+        new.tf_sym = old.tf_sym[row_keep]
+        return PathTerms(
+            entries=list(itertools.compress(self.entries, keep.tolist())),
+            terms=self.terms.filter(pa.array(live)),
+            len_path=self.len_path[keep],
+            len_name=self.len_name[keep],
+            postings=new,
+        )
+
+
+def path_terms(entries: Sequence[tuple[str, bytes]]) -> PathTerms:
+    """The path index of the entries' paths.
 
     A path's terms are those of the whole path (its directories' and its name's), its name's
     those of the file name without extension; both tokenised in bulk like blob text.
     """
-    paths: list[str] = []
-    oids: list[bytes] = []
-    seg: list[int] = []
-    blob: list[int] = []
-    for path, oid in entries:
-        where = locations.get(oid)
-        if where is None:
-            continue
-        paths.append(path)
-        oids.append(oid)
-        seg.append(where[0])
-        blob.append(where[1])
+    paths = [path for path, _ in entries]
     rows = TermRows(2)
     for field, texts in enumerate((paths, [_name_stem(p.rpartition("/")[2]) for p in paths])):
         data, starts = _joined(texts)
         rows.add(field, data, starts, 0)
     terms = rows.analyse(len(paths))
-    lengths = rows.lengths
     postings = term_postings(
         [rows.expanded(0, None), rows.expanded(1, None)], len(terms), len(paths)
     )
+    return PathTerms(list(entries), terms, rows.lengths[0], rows.lengths[1], postings)
+
+
+def build_commit_tables(
+    entries: Sequence[tuple[str, bytes]],
+    locations: dict[bytes, tuple[int, int]],
+    *,
+    ahead: PathTerms | None = None,
+) -> CommitTables:
+    """The commit's view from its (path, oid) entries and where each indexed oid lives.
+
+    `ahead`: the path index of these same entries, worked out ahead (a build does while its
+    workers analyse blobs); only the located ones are kept. Without it, worked out here.
+    """
+    located = np.fromiter((oid in locations for _, oid in entries), dtype=bool, count=len(entries))
+    if ahead is not None and ahead.entries == list(entries):
+        found = ahead.kept(located)
+    else:
+        found = path_terms(list(itertools.compress(entries, located.tolist())))
+    places = [locations[oid] for _, oid in found.entries]
+    postings = found.postings
     return CommitTables(
         paths=pa.table(
             {
-                "path": pa.array(paths, pa.string()),
-                "oid": pa.array(oids, pa.binary(20)),
-                "segment": pa.array(seg, pa.int32()),
-                "blob": pa.array(blob, pa.int32()),
-                "len_path": lengths[0].astype(np.int32),
-                "len_name": lengths[1].astype(np.int32),
+                "path": pa.array([path for path, _ in found.entries], pa.string()),
+                "oid": pa.array([oid for _, oid in found.entries], pa.binary(20)),
+                "segment": pa.array([s for s, _ in places], pa.int32()),
+                "blob": pa.array([b for _, b in places], pa.int32()),
+                "len_path": found.len_path.astype(np.int32),
+                "len_name": found.len_name.astype(np.int32),
             }
         ),
         path_terms=pa.table(
             {
-                "term": terms.cast(pa.string()),
+                "term": found.terms.cast(pa.string()),
                 "start": postings.start,
                 "count": postings.count.astype(np.int32),
             }
@@ -190,8 +236,10 @@ __all__ = [
     "COMPONENTS",
     "CommitTables",
     "PathIndex",
+    "PathTerms",
     "UnknownFormat",
     "build_commit_tables",
+    "path_terms",
     "read_commit_tables",
     "read_manifest",
     "write_commit",
