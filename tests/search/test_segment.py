@@ -1,7 +1,9 @@
-"""Tests for worker.search.segment: the term dictionary over a mapped, sorted terms table."""
+"""Tests for worker.search.segment: the term dictionary over a mapped, sorted terms table;
+a segment's blob ids."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +11,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.search.segment import TermDictionary, read_table, write_table
+from worker.search.analysis import BlobSource, SegmentBuilder
+from worker.search.segment import Segment, TermDictionary, read_table, segment_id, write_table
 
 TERMS = st.lists(st.text(min_size=1, max_size=12), max_size=1500, unique=True)
 
@@ -49,3 +52,22 @@ def test_lookup_reads_a_written_table_block_by_block(tmp_path: Path) -> None:
     assert lookup("term") is None
     assert lookup("term00255x") is None
     assert lookup("zzz") is None
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    oids=st.lists(st.binary(min_size=20, max_size=20), min_size=1, max_size=12, unique=True),
+    data=st.data(),
+)
+def test_oids_come_back_in_blob_order_across_sliced_chunks(
+    oids: list[bytes], data: st.DataObject
+) -> None:
+    """A segment's blob ids read from its column's buffers are those of `to_pylist`, also
+    when the column is in chunks that start inside their buffers."""
+    builder = SegmentBuilder(1 << 20)
+    builder.add(BlobSource(oid, f"f{i}.py", b"x = 1\n") for i, oid in enumerate(oids))
+    tables = builder.tables()
+    cut = data.draw(st.integers(0, len(oids)))
+    blobs = pa.concat_tables([tables.blobs.slice(0, cut), tables.blobs.slice(cut)])
+    segment = Segment(segment_id(oids), dataclasses.replace(tables, blobs=blobs))
+    assert segment.oids() == oids == blobs.column("oid").to_pylist()

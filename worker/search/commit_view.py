@@ -64,6 +64,9 @@ class PathTerms:
     count of term occurrences per field (whole path, file name), postings grouped by term."""
 
     entries: list[tuple[str, bytes]]
+    paths: pa.Array
+    """The entries' paths (string), then their oids (binary(20)), as the paths table has them."""
+    oids: pa.Array
     terms: pa.Array
     len_path: I64
     len_name: I64
@@ -85,8 +88,11 @@ class PathTerms:
         new.chunk = (np.cumsum(keep, dtype=np.int32) - 1)[old.chunk[row_keep]]
         new.tf_body = old.tf_body[row_keep]
         new.tf_sym = old.tf_sym[row_keep]
+        mask = pa.array(keep)
         return PathTerms(
             entries=list(itertools.compress(self.entries, keep.tolist())),
+            paths=self.paths.filter(mask),
+            oids=self.oids.filter(mask),
             terms=self.terms.filter(pa.array(live)),
             len_path=self.len_path[keep],
             len_name=self.len_name[keep],
@@ -109,7 +115,15 @@ def path_terms(entries: Sequence[tuple[str, bytes]]) -> PathTerms:
     postings = term_postings(
         [rows.expanded(0, None), rows.expanded(1, None)], len(terms), len(paths)
     )
-    return PathTerms(list(entries), terms, rows.lengths[0], rows.lengths[1], postings)
+    return PathTerms(
+        entries=list(entries),
+        paths=pa.array(paths, pa.string()),
+        oids=pa.array([oid for _, oid in entries], pa.binary(20)),
+        terms=terms,
+        len_path=rows.lengths[0],
+        len_name=rows.lengths[1],
+        postings=postings,
+    )
 
 
 def build_commit_tables(
@@ -123,20 +137,25 @@ def build_commit_tables(
     `ahead`: the path index of these same entries, worked out ahead (a build does while its
     workers analyse blobs); only the located ones are kept. Without it, worked out here.
     """
-    located = np.fromiter((oid in locations for _, oid in entries), dtype=bool, count=len(entries))
+    places = [locations.get(oid) for _, oid in entries]
+    located = np.fromiter((p is not None for p in places), dtype=bool, count=len(places))
     if ahead is not None and ahead.entries == list(entries):
         found = ahead.kept(located)
     else:
         found = path_terms(list(itertools.compress(entries, located.tolist())))
-    places = [locations[oid] for _, oid in found.entries]
+    segment_blob = np.fromiter(
+        itertools.chain.from_iterable(p for p in places if p is not None),
+        dtype=np.int32,
+        count=2 * len(found.entries),
+    ).reshape(-1, 2)
     postings = found.postings
     return CommitTables(
         paths=pa.table(
             {
-                "path": pa.array([path for path, _ in found.entries], pa.string()),
-                "oid": pa.array([oid for _, oid in found.entries], pa.binary(20)),
-                "segment": pa.array([s for s, _ in places], pa.int32()),
-                "blob": pa.array([b for _, b in places], pa.int32()),
+                "path": found.paths,
+                "oid": found.oids,
+                "segment": segment_blob[:, 0],
+                "blob": segment_blob[:, 1],
                 "len_path": found.len_path.astype(np.int32),
                 "len_name": found.len_name.astype(np.int32),
             }

@@ -263,8 +263,20 @@ class Segment:
         return cls(seg_id, tables)
 
     def oids(self) -> list[bytes]:
-        """Every blob id in the segment, in blob order."""
-        return self._oid.to_pylist()  # type: ignore[no-any-return]
+        """Every blob id in the segment, in blob order.
+
+        Sliced from the column's buffers: `to_pylist` took 0.05 s for Linux's 78k blobs.
+        """
+        oids: list[bytes] = []
+        for chunk in self._oid.chunks:
+            width = chunk.type.byte_width
+            if chunk.null_count:
+                oids.extend(chunk.to_pylist())
+                continue
+            raw = chunk.buffers()[1].to_pybytes()
+            start, end = chunk.offset * width, (chunk.offset + len(chunk)) * width
+            oids.extend(raw[i : i + width] for i in range(start, end, width))
+        return oids
 
     def oid(self, blob: int) -> str:
         """The hex id of a blob."""
