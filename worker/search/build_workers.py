@@ -123,8 +123,8 @@ def start_build_workers(workers: int) -> None:
 
     For a caller that will build after something slow (a fetch): the server's imports and
     the workers' start overlap that instead of the build. Forking waits for the server's
-    imports (a second or more), hence the thread. This process warms up too: it builds the
-    commit's path view once the workers are done (15 ms more when cold).
+    imports (a second or more), hence the thread. This process warms up too: it works out the
+    commit's path index while the workers analyse (15 ms more when cold).
     """
     fork_server()
     with _ahead.lock:

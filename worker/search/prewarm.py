@@ -1,6 +1,6 @@
 """Imported by the fork server the build's workers come from: does there, once, what each
-worker would do on its first blobs (and in the process that starts them, which builds the
-commit's path view once they are done).
+worker would do on its first blobs (and in the process that starts them, which works out
+the commit's path index while they analyse).
 
 That is loading every parsed language's grammar and compiling its definition query (20 ms
 for C++ alone), making a parser for each, and a first analysis through terms and postings
