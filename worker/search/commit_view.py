@@ -64,9 +64,11 @@ class PathTerms:
     count of term occurrences per field (whole path, file name), postings grouped by term."""
 
     entries: list[tuple[str, bytes]]
+    """What the index was worked out from: `build_commit_tables` uses it for these only."""
     paths: pa.Array
-    """The entries' paths (string), then their oids (binary(20)), as the paths table has them."""
+    """The entries' paths as the paths table holds them (string)."""
     oids: pa.Array
+    """The entries' blob ids as the paths table holds them (binary(20))."""
     terms: pa.Array
     len_path: I64
     len_name: I64
@@ -146,7 +148,7 @@ def build_commit_tables(
     segment_blob = np.fromiter(
         itertools.chain.from_iterable(p for p in places if p is not None),
         dtype=np.int32,
-        count=2 * len(found.entries),
+        count=2 * len(found.paths),
     ).reshape(-1, 2)
     postings = found.postings
     return CommitTables(
