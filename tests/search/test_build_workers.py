@@ -68,7 +68,7 @@ def test_workers_started_ahead_serve_the_next_build_once(
     build_workers.start_build_workers(2)
     build_commit_index(tmp_path / "ahead", REPO_ID, factory.repo, commit, workers=2)
     assert len(handed) == 1
-    assert len({started.result(timeout=60) for started in handed[0].started}) == 2
+    assert len({started.result(timeout=60).pid for started in handed[0].started}) == 2
     with pytest.raises(RuntimeError, match="shutdown"):
         handed[0].executor.submit(os.getpid)
     build_commit_index(tmp_path / "later", REPO_ID, factory.repo, commit, workers=2)
@@ -90,7 +90,7 @@ def test_starting_workers_twice_keeps_the_pool_started_first() -> None:
     second = build_workers.build_pool(2)
     try:
         assert other.started == ()
-        assert len({started.result(timeout=60) for started in first.started}) == 2
+        assert len({started.result(timeout=60).pid for started in first.started}) == 2
         assert second.started == ()
     finally:
         for pool in (other, first, second):
@@ -103,25 +103,43 @@ def test_starting_workers_returns_before_they_are_up(monkeypatch: pytest.MonkeyP
     may_start = threading.Event()
     real_new_pool = build_workers._new_pool
 
-    def slow_new_pool(size: int, *, start_now: bool) -> BuildPool:
+    def slow_new_pool(size: int, *, start_now: bool, warm_bytes: int = 0) -> BuildPool:
         assert may_start.wait(60)
-        return real_new_pool(size, start_now=start_now)
+        return real_new_pool(size, start_now=start_now, warm_bytes=warm_bytes)
 
     monkeypatch.setattr(build_workers, "_new_pool", slow_new_pool)
     build_workers.start_build_workers(2)
     may_start.set()
     with _pool_for_build(2) as pool:
-        assert len({started.result(timeout=60) for started in pool.started}) == 2
+        assert len({started.result(timeout=60).pid for started in pool.started}) == 2
 
 
 def test_waiting_for_workers_returns_once_every_one_is_up() -> None:
-    """After the wait, the pool started ahead has every worker up: the build takes it ready."""
-    build_workers.start_build_workers(2)
+    """After the wait, the pool started ahead has every worker up and its heap warmed (its
+    share of the pool's): the build takes it ready."""
+    build_workers.start_build_workers(2, warm_bytes=48 << 20)
     build_workers.wait_for_build_workers()
     with _pool_for_build(2) as pool:
         assert len(pool.started) == 2
         assert all(started.done() for started in pool.started)
-        assert len({started.result() for started in pool.started}) == 2
+        started = [started.result() for started in pool.started]
+        assert len({s.pid for s in started}) == 2
+        assert [s.warmed_bytes for s in started] == [24 << 20, 24 << 20]
+
+
+def test_workers_stop_warming_once_their_pool_is_handed_out() -> None:
+    """A pool handed to a build (or shut down unused) has its workers stop warming their
+    heap: none faults in its whole share."""
+    share = 1 << 30
+    build_workers.start_build_workers(2, warm_bytes=2 * share)
+    with _pool_for_build(2) as pool:
+        assert all(started.result(timeout=60).warmed_bytes < share for started in pool.started)
+    build_workers.start_build_workers(2, warm_bytes=2 * share)
+    build_workers._ahead.wait_for_start()
+    ahead = build_workers._ahead.pool
+    assert ahead is not None
+    build_workers.stop_build_workers()
+    assert all(started.result(timeout=60).warmed_bytes < share for started in ahead.started)
 
 
 def test_waiting_with_no_workers_started_returns_at_once() -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from worker.search import memory
@@ -14,10 +17,23 @@ from worker.search import memory
 
 @pytest.fixture
 def restore_hand_back() -> Iterator[None]:
-    """Put the per-process switch back as it was after the test."""
-    saved = memory._hand_back
+    """Put the per-process switch and Arrow's pool back as they were after the test."""
+    saved, pool = memory._hand_back, pa.default_memory_pool()
     yield
     memory._hand_back = saved
+    pa.set_memory_pool(pool)
+
+
+def _run(program: str, *args: str) -> list[str]:
+    """Run a Python program in a fresh process; the words it printed."""
+    done = subprocess.run(
+        [sys.executable, "-c", program, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return done.stdout.split()
 
 
 def test_keep_freed_memory_turns_release_into_nothing(
@@ -45,6 +61,81 @@ def test_keep_freed_memory_stops_the_heap_mapping_and_trimming(
     )
     memory.keep_freed_memory()
     assert dict(settings) == {memory._M_MMAP_MAX: 0, memory._M_TRIM_THRESHOLD: 2**31 - 1}
+
+
+def test_keep_freed_memory_has_arrow_allocate_from_the_c_heap() -> None:
+    """After keep_freed_memory Arrow allocates with malloc, not with its own allocator."""
+    program = (
+        "import pyarrow as pa\n"
+        "from worker.search import memory\n"
+        "print(pa.default_memory_pool().backend_name)\n"
+        "memory.keep_freed_memory()\n"
+        "print(pa.default_memory_pool().backend_name)\n"
+    )
+    before, after = _run(program)
+    assert before != "system"
+    assert after == "system"
+
+
+_GROWTH_AFTER_WARMING = """
+import sys
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from worker.search import memory
+
+
+def anon_kb():
+    for line in open("/proc/self/status"):
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1])
+
+
+memory.keep_freed_memory()
+numbers = pa.array(np.arange(2 << 20, dtype=np.int64))
+warmed = memory.warm_heap(int(sys.argv[1]), lambda: False)
+before = anon_kb()
+ones = np.ones(32 << 20, dtype=np.uint8)
+more = pc.add(numbers, 1)  # 16 MB written by Arrow
+print(warmed, (anon_kb() - before) >> 10)
+"""
+
+
+@pytest.mark.parametrize("warm_mb", [0, 96])
+def test_warm_heap_faults_in_what_numpy_and_arrow_then_reuse(warm_mb: int) -> None:
+    """A process that warmed its heap puts its next numpy and Arrow arrays in pages it has:
+    its resident memory does not grow; without warming it grows by their size (48 MB)."""
+    warmed, growth_mb = map(int, _run(_GROWTH_AFTER_WARMING, str(warm_mb << 20)))
+    assert warmed == warm_mb << 20
+    if warm_mb:
+        assert growth_mb < 8
+    else:
+        assert growth_mb >= 40
+
+
+def test_warm_heap_stops_once_told(
+    restore_hand_back: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Warming asks before each step whether to stop, and ends on a partial last step."""
+    monkeypatch.setattr(memory, "_mallopt", lambda: lambda param, value: 1)
+    memory._hand_back = False
+    asked: list[int] = []
+
+    def stop_on_third_ask() -> bool:
+        asked.append(1)
+        return len(asked) == 3
+
+    assert memory.warm_heap(10 * memory.WARM_STEP_BYTES, stop_on_third_ask) == (
+        2 * memory.WARM_STEP_BYTES
+    )
+    limit = memory.WARM_STEP_BYTES + 5
+    assert memory.warm_heap(limit, lambda: False) == limit
+
+
+def test_warm_heap_does_nothing_where_freed_memory_goes_back(restore_hand_back: None) -> None:
+    """A process that hands freed memory back (its heap would not keep them) warms nothing."""
+    memory._hand_back = True
+    assert memory.warm_heap(1 << 30, lambda: pytest.fail("asked whether to stop")) == 0
 
 
 def test_mallopt_found_in_the_c_library() -> None:

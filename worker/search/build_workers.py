@@ -5,8 +5,10 @@ that has imported the analysis and warmed it up (`worker.search.prewarm`), so ea
 starts with numpy, Arrow and the grammars loaded. `start_build_workers` starts the server,
 and also the pool of the next build, for a caller with something slow to do first (a
 mirror's fetch): forking two workers and handing them their first task took 30 ms of a
-one-second Django build. A pool serves one build: its workers keep the memory they free
-(`worker.search.memory.keep_freed_memory`), so they exit after it.
+one-second Django build. Started ahead, each worker also faults in heap while it waits
+(`worker.search.memory.warm_heap`), until its build is handed out. A pool serves one build:
+its workers keep the memory they free (`worker.search.memory.keep_freed_memory`), so they
+exit after it.
 """
 
 from __future__ import annotations
@@ -22,13 +24,13 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
 from multiprocessing.sharedctypes import Synchronized
-from multiprocessing.synchronize import Barrier
+from multiprocessing.synchronize import Barrier, Event
 from types import BuiltinFunctionType, FunctionType, ModuleType
-from typing import Final
+from typing import Final, NamedTuple
 
 import structlog
 
-from worker.search.memory import keep_freed_memory
+from worker.search.memory import keep_freed_memory, warm_heap
 
 log = structlog.get_logger(__name__)
 
@@ -36,7 +38,21 @@ _shared: dict[str, Synchronized[int]] = {}
 """In a build worker: the shared index of the next blob no worker has taken."""
 _gate: list[Barrier] = []
 """In a build worker: the barrier every worker of its pool passes when started ahead."""
+_handed_out: list[Event] = []
+"""In a build worker: set once its pool is handed to a build (or shut down unused)."""
 _START_TIMEOUT: Final = 60.0
+WARM_HEAP_BYTES: Final = 256 << 20
+"""Heap the workers of a pool started ahead fault in while they wait, at most, shared among
+them: for two, more than each grows by in a Django build (60 to 90 MB; in a Linux build,
+1.3 GB). Shared, so that a pool of many workers in a container with little memory warms
+little each."""
+
+
+class WorkerStarted(NamedTuple):
+    """A worker started ahead, up: its process id, and the heap it faulted in while waiting."""
+
+    pid: int
+    warmed_bytes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +61,15 @@ class BuildPool:
 
     executor: ProcessPoolExecutor
     size: int
-    started: tuple[Future[int], ...]
-    """Started ahead: each worker's process id, once every worker is up (else none)."""
+    started: tuple[Future[WorkerStarted], ...]
+    """Started ahead: each worker, once every worker is up and done warming (else none)."""
+    handed_out: Event
+    """Set when the pool is handed to its build: workers started ahead stop warming."""
+
+    def hand_out(self) -> BuildPool:
+        """This pool, its workers told to stop warming their heap."""
+        self.handed_out.set()
+        return self
 
 
 class _Ahead:
@@ -82,9 +105,10 @@ def next_item() -> Synchronized[int]:
     return _shared["next"]
 
 
-def _start_worker(counter: Synchronized[int], gate: Barrier) -> None:
-    """Pool initializer: the index of the next blob no worker has taken; memory kept; what the
-    fork server made left out of garbage collection.
+def _start_worker(counter: Synchronized[int], gate: Barrier, handed_out: Event) -> None:
+    """Pool initializer: the index of the next blob no worker has taken, the pool's start
+    barrier and hand-out flag; memory kept; what the fork server made left out of garbage
+    collection.
 
     A full collection walks every object the worker inherited (numpy, Arrow, the grammars)
     and writes to each, so the worker copies their pages: 30 to 55 ms of a one-second build,
@@ -92,57 +116,65 @@ def _start_worker(counter: Synchronized[int], gate: Barrier) -> None:
     """
     _shared["next"] = counter
     _gate[:] = [gate]
+    _handed_out[:] = [handed_out]
     keep_freed_memory()
     gc.freeze()
 
 
-def _pass_gate() -> int:
-    """Wait until every worker of the pool is here; this process's id."""
+def _pass_gate(warm_bytes: int) -> WorkerStarted:
+    """Wait until every worker of the pool is here, then fault in up to `warm_bytes` of heap
+    until the pool is handed out."""
     _gate[0].wait(_START_TIMEOUT)
-    return os.getpid()
+    return WorkerStarted(os.getpid(), warm_heap(warm_bytes, _handed_out[0].is_set))
 
 
-def _new_pool(size: int, *, start_now: bool) -> BuildPool:
+def _new_pool(size: int, *, start_now: bool, warm_bytes: int = 0) -> BuildPool:
     context = fork_server()
     counter = context.Value("q", 0)
     gate = context.Barrier(size)
+    handed_out = context.Event()
     executor = ProcessPoolExecutor(
-        size, mp_context=context, initializer=_start_worker, initargs=(counter, gate)
+        size, mp_context=context, initializer=_start_worker, initargs=(counter, gate, handed_out)
     )
-    started: tuple[Future[int], ...] = ()
+    started: tuple[Future[WorkerStarted], ...] = ()
     if start_now:
         # A pool starts a process for a task only when none is idle: each of these holds
         # its worker until all are up, so every worker starts now.
-        started = tuple(executor.submit(_pass_gate) for _ in range(size))
-    return BuildPool(executor, size, started)
+        started = tuple(executor.submit(_pass_gate, warm_bytes // size) for _ in range(size))
+    return BuildPool(executor, size, started, handed_out)
 
 
-def start_build_workers(workers: int) -> None:
+def start_build_workers(workers: int, *, warm_bytes: int = WARM_HEAP_BYTES) -> None:
     """Start the fork server, and in the background this process's analysis and the next
     build's `workers` processes, so that all are ready when the build is.
 
     For a caller that will build after something slow (a fetch): the server's imports and
     the workers' start overlap that instead of the build. Forking waits for the server's
-    imports (a second or more), hence the thread. This process warms up too: it works out the
-    commit's path index while the workers analyse (15 ms more when cold).
+    imports (a second or more), hence the thread. Once up, the workers fault in up to
+    `warm_bytes` of heap between them, until the build takes them. This process warms up
+    too: it works out the commit's path index while the workers analyse (15 ms more when
+    cold).
     """
     fork_server()
     with _ahead.lock:
         if _ahead.starting is not None:
             return
         _ahead.starting = threading.Thread(
-            target=_start_ahead, args=(workers,), name="start-build-workers", daemon=True
+            target=_start_ahead,
+            args=(workers, warm_bytes),
+            name="start-build-workers",
+            daemon=True,
         )
         _ahead.starting.start()
 
 
-def _start_ahead(workers: int) -> None:
+def _start_ahead(workers: int, warm_bytes: int) -> None:
     stale = None
     try:
         importlib.import_module("worker.search.prewarm")
         current = _ahead.pool
         if workers >= 2 and (current is None or current.size != workers):
-            pool = _new_pool(workers, start_now=True)
+            pool = _new_pool(workers, start_now=True, warm_bytes=warm_bytes)
             with _ahead.lock:
                 stale, _ahead.pool = _ahead.pool, pool
     except Exception as exc:
@@ -151,11 +183,12 @@ def _start_ahead(workers: int) -> None:
         with _ahead.lock:
             _ahead.starting = None
     if stale is not None:
-        stale.executor.shutdown(wait=False)
+        stale.hand_out().executor.shutdown(wait=False)
 
 
 def wait_for_build_workers() -> None:
-    """Wait until the workers `start_build_workers` started ahead (if any) are all up.
+    """Wait until the workers `start_build_workers` started ahead (if any) are all up and
+    done warming their heap.
 
     For a caller that times a build alone, as if it had had something slow to do first (a
     benchmark repeating the mirror's cold build): the build then finds them ready.
@@ -172,13 +205,16 @@ def stop_build_workers() -> None:
     """Shut down the workers started ahead, if any (for a process done building)."""
     stale = _ahead.take(None)
     if stale is not None:
-        stale.executor.shutdown(wait=True, cancel_futures=True)
+        stale.hand_out().executor.shutdown(wait=True, cancel_futures=True)
 
 
 def build_pool(workers: int) -> BuildPool:
-    """A pool of `workers` processes for one build, the one started ahead if it fits; the
-    caller shuts it down."""
-    return _ahead.take(workers) or _new_pool(workers, start_now=False)
+    """A pool of `workers` processes for one build, the one started ahead if it fits (its
+    workers stop warming); the caller shuts it down."""
+    ahead = _ahead.take(workers)
+    if ahead is not None:
+        return ahead.hand_out()
+    return _new_pool(workers, start_now=False)
 
 
 def fork_server() -> multiprocessing.context.ForkServerContext:
