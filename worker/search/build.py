@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+import resource
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -264,6 +265,7 @@ def _analyse_shared(
         seconds=round(time.perf_counter() - started, 2),
         phases={k: round(v, 2) for k, v in builder.phase_seconds.items()},
         write_seconds=round(time.perf_counter() - writing, 2),
+        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10,
     )
     return seg_id
 
