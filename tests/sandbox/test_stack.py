@@ -535,6 +535,14 @@ def test_scheduled_mirror_service_syncs_on_request(stack: Stack) -> None:
         "--pull", "never", "mirror-service", timeout=240,
     )  # fmt: skip
     try:
+        # The service syncs every repository once as it starts: committed before that sync
+        # fetched, the new head would already be the mirror's when the request came.
+        service = stack.service("mirror-service")
+        wait_for(
+            lambda: "mirror.synced" in service.logs().decode(),
+            "the mirror service's first scheduled sync",
+            timeout=120,
+        )
         newer = commit(
             stack.source, {"sample/fresh.py": "def freshly_added_feature():\n    return 'fresh'\n"}
         )
