@@ -44,7 +44,7 @@ _START_TIMEOUT: Final = 60.0
 WARM_HEAP_BYTES: Final = 256 << 20
 """Heap the workers of a pool started ahead fault in while they wait, at most, shared among
 them: for two, more than each grows by in a Django build (60 to 90 MB; in a Linux build,
-1.3 GB). Shared, so that a pool of many workers in a container with little memory warms
+1.2 GB). Shared, so that a pool of many workers in a container with little memory warms
 little each."""
 
 
