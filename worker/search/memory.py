@@ -79,11 +79,6 @@ def keep_freed_memory() -> None:
     if mallopt is not None:
         mallopt(_M_MMAP_MAX, 0)
         mallopt(_M_TRIM_THRESHOLD, 2**31 - 1)
-    _use_c_heap_for_arrow()
-
-
-def _use_c_heap_for_arrow() -> None:
-    """Have Arrow allocate with malloc (its system pool) from now on."""
     pa.set_memory_pool(pa.system_memory_pool())
 
 
