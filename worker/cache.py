@@ -2,6 +2,7 @@
 
     <cache>/repos/<owner>/<name>.git     bare mirror, full history (heads and tags)
     <cache>/state/<owner>/<name>.json    MirrorState, published last by each sync
+    <cache>/licenses/<owner>/<name>.json IdentifiedLicenses of the published head
     <cache>/index/<owner>/<name>/...     search indexes (worker.search)
     <cache>/locks/<owner>/<name>.lock    serialises syncs of one repository
 
@@ -22,6 +23,9 @@ from pathlib import Path
 
 import msgspec
 import pygit2
+import structlog
+
+log = structlog.get_logger(__name__)
 
 
 class MirrorState(msgspec.Struct, frozen=True, kw_only=True):
@@ -41,7 +45,17 @@ class MirrorState(msgspec.Struct, frozen=True, kw_only=True):
     license_source: str | None = None
 
 
+class IdentifiedLicenses(msgspec.Struct, frozen=True, kw_only=True):
+    """The license files of one commit's tree, identified by the mirror."""
+
+    commit: str
+    texts: dict[str, str | None]
+    """Blob id -> the SPDX id its text was identified as; None when it is no license the
+    identifier recognises. Keyed by content, so an answer holds in any commit."""
+
+
 _state_decoder = msgspec.json.Decoder(MirrorState)
+_licenses_decoder = msgspec.json.Decoder(IdentifiedLicenses)
 
 
 def trust_configured_repositories() -> None:
@@ -71,6 +85,11 @@ class CacheLayout:
         owner, repo = name.split("/", 1)
         return self.root / "state" / owner / f"{repo}.json"
 
+    def licenses_file(self, name: str) -> Path:
+        """The IdentifiedLicenses of the published head of `owner/name`."""
+        owner, repo = name.split("/", 1)
+        return self.root / "licenses" / owner / f"{repo}.json"
+
     def index_dir(self, name: str) -> Path:
         """Where the search indexes of `owner/name` live."""
         owner, repo = name.split("/", 1)
@@ -93,6 +112,23 @@ class CacheLayout:
         atomic_write_bytes(
             self.state_file(state.repo), msgspec.json.format(msgspec.json.encode(state))
         )
+
+    def read_licenses(self, name: str) -> IdentifiedLicenses | None:
+        """The license files the mirror identified for `owner/name`; None when there are none
+        to read (never synced, or synced by a version that did not write them)."""
+        path = self.licenses_file(name)
+        try:
+            return _licenses_decoder.decode(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except msgspec.DecodeError as exc:
+            # Only a memo of answers a reader can work out again: unreadable is as good as absent.
+            log.warning("licenses_file_unreadable", path=str(path), error=str(exc))
+            return None
+
+    def write_licenses(self, name: str, licenses: IdentifiedLicenses) -> None:
+        """Publish the identified license files of `owner/name` atomically."""
+        atomic_write_bytes(self.licenses_file(name), msgspec.json.encode(licenses))
 
     @contextlib.contextmanager
     def sync_lock(self, name: str) -> Iterator[None]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 import threading
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import pygit2
 
@@ -35,6 +36,9 @@ class ResolvedRepo:
     commit: str
     ref: str
     state: MirrorState
+    licenses: Mapping[str, str | None] = field(default_factory=dict)
+    """The license files the mirror identified in the published head, by blob id (see
+    `worker.licenses.LicenseResolver`)."""
 
 
 class RepoCatalog:
@@ -46,6 +50,8 @@ class RepoCatalog:
         self.layout = layout
         # A pygit2.Repository must not be shared between threads.
         self._local = threading.local()
+        self._licenses: dict[str, tuple[str, Mapping[str, str | None]]] = {}
+        self._licenses_lock = threading.Lock()
 
     def lookup(self, ref: str, *, field: str = "repo") -> RepoEntry:
         """The registered repository `ref` (``owner/name`` or a bare ``name``) names."""
@@ -95,6 +101,21 @@ class RepoCatalog:
             raise RepoNotFound(f"{name} is registered but not mirrored yet", repo=name)
         return state
 
+    def identified_licenses(self, name: str, state: MirrorState) -> Mapping[str, str | None]:
+        """The license files the mirror identified when it published `state`, by blob id.
+
+        Read once per published head; empty when the mirror wrote none.
+        """
+        with self._licenses_lock:
+            cached = self._licenses.get(name)
+            if cached is not None and cached[0] == state.head:
+                return cached[1]
+        found = self.layout.read_licenses(name)
+        texts: Mapping[str, str | None] = found.texts if found is not None else {}
+        with self._licenses_lock:
+            self._licenses[name] = (state.head, texts)
+        return texts
+
     def open(self, name: str) -> pygit2.Repository:
         """This thread's handle on the bare mirror of `name`."""
         handles: dict[str, pygit2.Repository] | None = getattr(self._local, "handles", None)
@@ -114,9 +135,15 @@ class RepoCatalog:
         """Pin `name` to a commit: `revision` (sha, tag or branch), else the mirrored default."""
         state = self.state(name)
         repo = self.open(name)
+        licenses = self.identified_licenses(name, state)
         if revision is None:
             return ResolvedRepo(
-                name=name, repo=repo, commit=state.head, ref=state.default_ref, state=state
+                name=name,
+                repo=repo,
+                commit=state.head,
+                ref=state.default_ref,
+                state=state,
+                licenses=licenses,
             )
         commit = resolve_revision(repo, revision)
         if commit is None:
@@ -125,7 +152,9 @@ class RepoCatalog:
                 repo=name,
                 revision=revision,
             )
-        return ResolvedRepo(name=name, repo=repo, commit=commit, ref=revision, state=state)
+        return ResolvedRepo(
+            name=name, repo=repo, commit=commit, ref=revision, state=state, licenses=licenses
+        )
 
 
 def resolve_revision(repo: pygit2.Repository, revision: str) -> str | None:

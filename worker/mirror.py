@@ -3,7 +3,8 @@
 A first sync clones into a temporary directory and renames it into place; later syncs
 fetch into the bare repository (git writes objects before it moves refs). Either way
 the MirrorState that workers read is published last, after the index of the new head
-is stored, so a reader sees the previous sync or the new one, never half of one.
+and its identified license files are stored, so a reader sees the previous sync or the
+new one, never half of one.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ import msgspec
 import pygit2
 import structlog
 
-from worker.cache import CacheLayout, MirrorState, atomic_write_bytes, trust_configured_repositories
+from worker.cache import (
+    CacheLayout,
+    IdentifiedLicenses,
+    MirrorState,
+    atomic_write_bytes,
+    trust_configured_repositories,
+)
 from worker.catalog import resolve_revision
 from worker.config import (
     Config,
@@ -31,7 +38,7 @@ from worker.config import (
     render_repo_entry,
 )
 from worker.errors import ConfigError, RevisionNotFound
-from worker.licenses import LicenseResolver
+from worker.licenses import LicenseInfo, LicenseResolver
 
 log = structlog.get_logger(__name__)
 
@@ -156,7 +163,7 @@ class Mirror:
             default_ref = self._default_ref(entry, repo)
             head = str(repo.references[default_ref].peel(pygit2.Commit).id)
             timings = self._index(entry, repo, head)
-            root_license = LicenseResolver(repo).for_root(repo[head].peel(pygit2.Commit).tree)
+            root_license = self._identify_licenses(entry.name, repo, head)
             self.layout.write_state(
                 MirrorState(
                     repo=entry.name,
@@ -207,6 +214,20 @@ class Mirror:
             if commit == state.head:
                 self.layout.write_state(msgspec.structs.replace(state, indexed_commit=commit))
         return commit, time.monotonic() - started
+
+    def _identify_licenses(
+        self, name: str, repo: pygit2.Repository, head: str
+    ) -> LicenseInfo | None:
+        """Identify and publish every license file of `head`; return its root license.
+
+        Texts the last sync identified are not identified again (answers are by blob id).
+        """
+        tree = repo[head].peel(pygit2.Tree)
+        previous = self.layout.read_licenses(name)
+        resolver = LicenseResolver(repo, identified=previous.texts if previous else None)
+        texts = resolver.identify_license_files(tree)
+        self.layout.write_licenses(name, IdentifiedLicenses(commit=head, texts=texts))
+        return resolver.for_root(tree)
 
     def _clone(self, entry: RepoEntry, repo_dir: Path) -> tuple[pygit2.Repository, int]:
         repo_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -232,9 +232,9 @@ class ResearchService:
         self, repos: Sequence[PinnedRepo], *, required: bool
     ) -> dict[str, LicenseInfo | None]:
         roots = {
-            r.name: LicenseResolver(r.repo, cache=self.license_cache).for_root(
-                _tree(r.repo, r.commit)
-            )
+            r.name: LicenseResolver(
+                r.repo, cache=self.license_cache, identified=r.licenses
+            ).for_root(_tree(r.repo, r.commit))
             for r in repos
         }
         missing = sorted(name for name, info in roots.items() if info is None)
@@ -250,7 +250,7 @@ class ResearchService:
         self, repo: PinnedRepo, ranked: Iterator[SearchHit], plan: _Plan
     ) -> list[_Candidate]:
         """The repository's best hits that pass the license policy, at most its share."""
-        resolver = LicenseResolver(repo.repo, cache=self.license_cache)
+        resolver = LicenseResolver(repo.repo, cache=self.license_cache, identified=repo.licenses)
         tree = _tree(repo.repo, repo.commit)
         wanted = min(plan.limits.max_excerpts_per_repo, plan.limits.max_total_excerpts)
         found: list[_Candidate] = []

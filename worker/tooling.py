@@ -66,7 +66,7 @@ class LicensedFiles:
     """Licenses of the files of one pinned commit, with the repository-wide requirement."""
 
     def __init__(self, pinned: ResolvedRepo, cache: LicenseCache, *, required: bool) -> None:
-        self._resolver = LicenseResolver(pinned.repo, cache=cache)
+        self._resolver = LicenseResolver(pinned.repo, cache=cache, identified=pinned.licenses)
         self._tree = commit_tree(pinned)
         root = self._resolver.for_root(self._tree)
         if root is None and required:

@@ -10,7 +10,8 @@ import pytest
 
 from tests.support.cache import SAMPLE_FILES
 from tests.support.gitrepos import commit, init_repo
-from worker.cache import CacheLayout
+from tests.worker.licenses.conftest import license_text
+from worker.cache import CacheLayout, IdentifiedLicenses
 from worker.catalog import RepoCatalog
 from worker.config import ConfigError
 from worker.mirror import Mirror, SyncError
@@ -127,3 +128,59 @@ def test_repositories_of_another_owner_are_mirrored_and_served(tmp_path: Path) -
         os.chown(path, 4343, 4343, follow_symlinks=False)
     catalog = RepoCatalog(mirror.config, mirror.layout)
     assert catalog.resolve("acme/tool").commit == result.head
+
+
+def test_sync_publishes_identified_license_files(tmp_path: Path) -> None:
+    """A sync publishes the identification of every license file in the head, by blob id."""
+    source = source_repo(tmp_path / "src")
+    commit(source, {"vendor/lib/COPYING": license_text("GPL-3.0-only")}, message="vendored")
+    mirror = Mirror(tmp_path / "cache", tmp_path / "cache" / "repo-reader.toml")
+    mirror.add("acme/tool", str(tmp_path / "src"))
+    (result,) = mirror.sync()
+    tree = source[result.head].peel(pygit2.Tree)
+    licenses = CacheLayout(tmp_path / "cache").read_licenses("acme/tool")
+    assert licenses == IdentifiedLicenses(
+        commit=result.head,
+        texts={
+            str((tree / "LICENSE").id): "MIT",
+            str((tree / "vendor/lib/COPYING").id): "GPL-3.0-only",
+        },
+    )
+
+
+def test_resync_reuses_identified_license_files(tmp_path: Path) -> None:
+    """A later sync takes the last sync's answers for unchanged license texts as they are."""
+    source = source_repo(tmp_path / "src")
+    mirror = Mirror(tmp_path / "cache", tmp_path / "cache" / "repo-reader.toml")
+    mirror.add("acme/tool", str(tmp_path / "src"))
+    (first,) = mirror.sync()
+    layout = CacheLayout(tmp_path / "cache")
+    license_id = str((source[first.head].peel(pygit2.Tree) / "LICENSE").id)
+    # An answer no identification of the MIT text gives: it can only have been reused.
+    layout.write_licenses(
+        "acme/tool", IdentifiedLicenses(commit=first.head, texts={license_id: "0BSD"})
+    )
+    newer = commit(source, {"sample/third.py": "x = 3\n"}, message="third")
+    mirror.sync(["acme/tool"])
+    state = layout.read_state("acme/tool")
+    assert state is not None
+    assert (state.head, state.license) == (newer, "0BSD")
+    assert layout.read_licenses("acme/tool") == IdentifiedLicenses(
+        commit=newer, texts={license_id: "0BSD"}
+    )
+
+
+def test_unreadable_license_file_is_identified_again(tmp_path: Path) -> None:
+    """A damaged identification file is read as none: the next sync identifies and rewrites it."""
+    source = source_repo(tmp_path / "src")
+    mirror = Mirror(tmp_path / "cache", tmp_path / "cache" / "repo-reader.toml")
+    mirror.add("acme/tool", str(tmp_path / "src"))
+    (first,) = mirror.sync()
+    layout = CacheLayout(tmp_path / "cache")
+    layout.licenses_file("acme/tool").write_bytes(b'{"commit": 7')
+    assert layout.read_licenses("acme/tool") is None
+    mirror.sync(["acme/tool"])
+    license_id = str((source[first.head].peel(pygit2.Tree) / "LICENSE").id)
+    assert layout.read_licenses("acme/tool") == IdentifiedLicenses(
+        commit=first.head, texts={license_id: "MIT"}
+    )

@@ -16,6 +16,7 @@ from contracts import RepoReaderRequest, ResearchArtifact
 from tests.support.cache import SAMPLE_FILES, MirroredCache, SourceFactory
 from tests.support.gitrepos import BSD_3_CLAUSE, MIT_LICENSE, Content, commit, init_repo
 from worker.app import Worker
+from worker.cache import IdentifiedLicenses
 from worker.errors import (
     AccessDenied,
     AmbiguousRepository,
@@ -153,6 +154,24 @@ def test_spdx_header_wins_and_nested_license_applies(
     assert by_path["core/engine.py"].license_source == "spdx-header"
     assert by_path["vendor/lib/turbine.py"].license_source == "vendor/lib/LICENSE"
     assert by_path["vendor/lib/turbine.py"].license == "BSD-3-Clause"
+
+
+def test_licenses_come_from_the_mirrors_identifications(sample: MirroredCache) -> None:
+    """A worker takes the mirror's answer for a license text; with none readable, finds its own."""
+    layout = sample.mirror.layout
+    published = layout.read_licenses("acme/sample")
+    assert published is not None
+    (license_id,) = published.texts
+    # An answer no identification of the MIT text gives: only the mirror's table says it.
+    layout.write_licenses(
+        "acme/sample", IdentifiedLicenses(commit=published.commit, texts={license_id: "0BSD"})
+    )
+    answer = ask(research(sample), "how are URL paths mapped to handler functions")
+    assert answer.resolved[0].license == "0BSD"
+    assert {a.license for a in answer.artifacts} == {"0BSD"}
+    layout.licenses_file("acme/sample").write_bytes(b"not json")
+    answer = ask(research(sample), "how are URL paths mapped to handler functions")
+    assert answer.resolved[0].license == "MIT"
 
 
 def test_missing_license_fails_the_whole_request(

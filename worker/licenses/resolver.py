@@ -3,11 +3,17 @@
 A file's SPDX header wins; otherwise the nearest directory at or above the file that
 holds an identifiable license file decides; otherwise there is no license. Only the
 entries of each ancestor directory's own tree object are read, never the whole tree.
+
+Identifying a license text is the slow part, so the mirror identifies every license file of
+the head it publishes (`LicenseResolver.identify_license_files`) and workers look the
+answers up by blob id; they identify a text themselves only when it is not among them (a
+pinned older revision's license file).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from typing import Final
 
 import msgspec
@@ -29,7 +35,8 @@ log = structlog.get_logger(__name__)
 
 SPDX_HEADER_SOURCE: Final = "spdx-header"
 MAX_LICENSE_FILES_PER_DIRECTORY = 16
-"""Identification costs ~0.15 s a text, so a directory's candidates are capped (by name order)."""
+"""Identification costs ~0.13 s a text (pyaskalono loads its whole store of license texts on
+every call), so a directory's candidates are capped (by name order)."""
 
 
 class LicenseInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -85,11 +92,23 @@ _BLOB_MODES = frozenset({FileMode.BLOB, FileMode.BLOB_EXECUTABLE})
 
 
 class LicenseResolver:
-    """Resolves licenses in one repository; safe to use from several threads."""
+    """Resolves licenses in one repository; safe to use from several threads.
 
-    def __init__(self, repo: pygit2.Repository, *, cache: LicenseCache | None = None) -> None:
+    `identified` holds texts already identified (by the mirror, see
+    `identify_license_files`), by blob id: askalono takes about 0.13 s a text, holding the
+    GIL all along, so a worker should not be the one to run it.
+    """
+
+    def __init__(
+        self,
+        repo: pygit2.Repository,
+        *,
+        cache: LicenseCache | None = None,
+        identified: Mapping[str, str | None] | None = None,
+    ) -> None:
         self._repo = repo
         self._cache = cache if cache is not None else LicenseCache()
+        self._identified: Mapping[str, str | None] = identified or {}
 
     def for_file(
         self, commit_tree: pygit2.Tree, path: str, blob: pygit2.Blob
@@ -107,6 +126,25 @@ class LicenseResolver:
     def for_root(self, commit_tree: pygit2.Tree) -> LicenseInfo | None:
         """Return the license declared by the license file(s) at the root of `commit_tree`."""
         return self._directory_info(commit_tree, "")
+
+    def identify_license_files(self, commit_tree: pygit2.Tree) -> dict[str, str | None]:
+        """Identify every license file any lookup in `commit_tree` could read: blob id -> SPDX.
+
+        None for a text that is no identifiable license (also an answer worth keeping).
+        """
+        found: dict[str, str | None] = {}
+        trees = [commit_tree]
+        while trees:
+            tree = trees.pop()
+            with _GIT_READS:
+                subtrees = [
+                    self._repo[entry.id] for entry in tree if entry.filemode == FileMode.TREE
+                ]
+            trees.extend(t for t in subtrees if isinstance(t, pygit2.Tree))
+            for _, blob_id in _license_candidates(tree):
+                if blob_id not in found:
+                    found[blob_id] = self._identify_blob(blob_id)
+        return found
 
     def _header(self, blob: pygit2.Blob) -> str | None:
         key = str(blob.id)
@@ -176,16 +214,8 @@ class LicenseResolver:
         cached = self._cache.directories.get(key, _MISSING)
         if not isinstance(cached, _Missing):
             return cached
-        with _GIT_READS:
-            candidates = sorted(
-                (entry.name, str(entry.id))
-                for entry in tree
-                if entry.name is not None
-                and entry.filemode in _BLOB_MODES
-                and is_license_file_name(entry.name)
-            )[:MAX_LICENSE_FILES_PER_DIRECTORY]
         names_by_id: dict[str, list[str]] = {}
-        for name, blob_id in candidates:
+        for name, blob_id in _license_candidates(tree):
             spdx = self._identify_blob(blob_id)
             if spdx is None:
                 log.debug("license_file_unidentified", tree=key, name=name, blob=blob_id)
@@ -206,6 +236,10 @@ class LicenseResolver:
         cached = self._cache.texts.get(blob_id, _MISSING)
         if not isinstance(cached, _Missing):
             return cached
+        if blob_id in self._identified:
+            known = self._identified[blob_id]
+            self._cache.texts.put(blob_id, known)
+            return known
         with _GIT_READS:
             blob = self._repo[blob_id]
             data = (
@@ -222,6 +256,18 @@ class LicenseResolver:
             spdx = spdx_header(text) or identify_license_text(text)
         self._cache.texts.put(blob_id, spdx)
         return spdx
+
+
+def _license_candidates(tree: pygit2.Tree) -> list[tuple[str, str]]:
+    """(name, blob id) of the license files directly in `tree`, the first few by name."""
+    with _GIT_READS:
+        return sorted(
+            (entry.name, str(entry.id))
+            for entry in tree
+            if entry.name is not None
+            and entry.filemode in _BLOB_MODES
+            and is_license_file_name(entry.name)
+        )[:MAX_LICENSE_FILES_PER_DIRECTORY]
 
 
 def _self_and_ancestors(directory: str) -> list[str]:

@@ -11,6 +11,7 @@ from tests.support.gitrepos import Symlink
 from tests.worker.licenses.conftest import SnapshotFactory, license_text
 from worker.errors import NotFound
 from worker.licenses import LicenseCache, LicenseInfo, LicenseResolver
+from worker.licenses.resolver import MAX_LICENSE_FILES_PER_DIRECTORY
 
 GARBAGE = "This project's license is on our website. Please see https://example.com/legal.\n"
 CODE = b"def main():\n    return 0\n"
@@ -287,3 +288,43 @@ def test_concurrent_lookups_agree_with_sequential(snapshot: SnapshotFactory) -> 
     with ThreadPoolExecutor(max_workers=8) as pool:
         for _ in range(3):
             assert list(pool.map(lambda path: resolve(shared, path), paths)) == expected
+
+
+def test_identified_texts_are_taken_as_given(snapshot: SnapshotFactory) -> None:
+    """A text the mirror identified is not identified again: its recorded answer stands."""
+    repo, tree = snapshot({"LICENSE": license_text("MIT"), "a.py": CODE})
+    license_id = str((tree / "LICENSE").id)
+    resolver = LicenseResolver(repo, identified={license_id: "0BSD"})
+    assert resolver.for_root(tree) == LicenseInfo(spdx="0BSD", source="LICENSE")
+    assert LicenseResolver(repo, identified={license_id: None}).for_root(tree) is None
+
+
+def test_identify_license_files_covers_every_directory(snapshot: SnapshotFactory) -> None:
+    """Every directory's license files are identified, unrecognisable texts as None."""
+    repo, tree = snapshot(
+        {
+            "LICENSE": license_text("MIT"),
+            "vendor/x/COPYING": license_text("GPL-3.0-only"),
+            "vendor/x/lib/LICENSE.txt": GARBAGE,
+            "docs/guide.md": "# Guide\n",
+            "src/license.py": CODE,
+        }
+    )
+    found = LicenseResolver(repo).identify_license_files(tree)
+    assert found == {
+        str((tree / "LICENSE").id): "MIT",
+        str((tree / "vendor/x/COPYING").id): "GPL-3.0-only",
+        str((tree / "vendor/x/lib/LICENSE.txt").id): None,
+    }
+
+
+def test_identify_license_files_reads_what_a_lookup_reads(snapshot: SnapshotFactory) -> None:
+    """Only the license files a lookup would read are identified: the first few by name."""
+    files: dict[str, str | bytes] = {
+        f"LICENSE-{i:02d}": f"Copyright {i}\n" for i in range(MAX_LICENSE_FILES_PER_DIRECTORY + 2)
+    }
+    repo, tree = snapshot(files)
+    ids = {name: str((tree / name).id) for name in files}
+    known = dict.fromkeys(ids.values(), "MIT")
+    found = LicenseResolver(repo, identified=known).identify_license_files(tree)
+    assert set(found) == {ids[name] for name in sorted(files)[:MAX_LICENSE_FILES_PER_DIRECTORY]}
