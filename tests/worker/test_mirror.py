@@ -14,7 +14,7 @@ from tests.worker.licenses.conftest import license_text
 from worker.cache import CacheLayout, IdentifiedLicenses
 from worker.catalog import RepoCatalog
 from worker.config import ConfigError
-from worker.mirror import Mirror, SyncError
+from worker.mirror import Mirror, SyncError, SyncResult
 
 
 def source_repo(path: Path, *, default: str = "main") -> pygit2.Repository:
@@ -27,6 +27,14 @@ def source_repo(path: Path, *, default: str = "main") -> pygit2.Repository:
         repo.branches.local["main"].rename(default)
         repo.set_head(f"refs/heads/{default}")
     return repo
+
+
+def synced_mirror(tmp_path: Path) -> tuple[Mirror, SyncResult]:
+    """A mirror of the source repository at tmp_path/src as acme/tool, after its first sync."""
+    mirror = Mirror(tmp_path / "cache", tmp_path / "cache" / "repo-reader.toml")
+    mirror.add("acme/tool", str(tmp_path / "src"))
+    (result,) = mirror.sync()
+    return mirror, result
 
 
 def test_sync_mirrors_full_history(tmp_path: Path) -> None:
@@ -63,9 +71,7 @@ def test_sync_mirrors_full_history(tmp_path: Path) -> None:
 def test_resync_fetches_and_prunes(tmp_path: Path) -> None:
     """A later sync brings new commits, moves the published head and drops deleted branches."""
     source = source_repo(tmp_path / "src")
-    mirror = Mirror(tmp_path / "cache", tmp_path / "cache" / "repo-reader.toml")
-    mirror.add("acme/tool", str(tmp_path / "src"))
-    (first,) = mirror.sync()
+    mirror, first = synced_mirror(tmp_path)
     newer = commit(source, {"sample/third.py": "x = 3\n"}, message="third")
     source.references.delete("refs/heads/feature")
     (second,) = mirror.sync(["acme/tool"])
@@ -134,9 +140,7 @@ def test_sync_publishes_identified_license_files(tmp_path: Path) -> None:
     """A sync publishes the identification of every license file in the head, by blob id."""
     source = source_repo(tmp_path / "src")
     commit(source, {"vendor/lib/COPYING": license_text("GPL-3.0-only")}, message="vendored")
-    mirror = Mirror(tmp_path / "cache", tmp_path / "cache" / "repo-reader.toml")
-    mirror.add("acme/tool", str(tmp_path / "src"))
-    (result,) = mirror.sync()
+    _, result = synced_mirror(tmp_path)
     tree = source[result.head].peel(pygit2.Tree)
     licenses = CacheLayout(tmp_path / "cache").read_licenses("acme/tool")
     assert licenses == IdentifiedLicenses(
@@ -151,9 +155,7 @@ def test_sync_publishes_identified_license_files(tmp_path: Path) -> None:
 def test_resync_reuses_identified_license_files(tmp_path: Path) -> None:
     """A later sync takes the last sync's answers for unchanged license texts as they are."""
     source = source_repo(tmp_path / "src")
-    mirror = Mirror(tmp_path / "cache", tmp_path / "cache" / "repo-reader.toml")
-    mirror.add("acme/tool", str(tmp_path / "src"))
-    (first,) = mirror.sync()
+    mirror, first = synced_mirror(tmp_path)
     layout = CacheLayout(tmp_path / "cache")
     license_id = str((source[first.head].peel(pygit2.Tree) / "LICENSE").id)
     # An answer no identification of the MIT text gives: it can only have been reused.
@@ -173,9 +175,7 @@ def test_resync_reuses_identified_license_files(tmp_path: Path) -> None:
 def test_unreadable_license_file_is_identified_again(tmp_path: Path) -> None:
     """A damaged identification file is read as none: the next sync identifies and rewrites it."""
     source = source_repo(tmp_path / "src")
-    mirror = Mirror(tmp_path / "cache", tmp_path / "cache" / "repo-reader.toml")
-    mirror.add("acme/tool", str(tmp_path / "src"))
-    (first,) = mirror.sync()
+    mirror, first = synced_mirror(tmp_path)
     layout = CacheLayout(tmp_path / "cache")
     layout.licenses_file("acme/tool").write_bytes(b'{"commit": 7')
     assert layout.read_licenses("acme/tool") is None
