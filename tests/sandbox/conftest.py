@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.sandbox.roles import NATS_CONF, PROJECT_ROOT, new_passwords, password_environment
-from worker.embedded_nats import nats_server_binary, wait_for_ports
+from worker.embedded_nats import nats_server_binary, wait_for_port
 
 COMPOSE_ENV = PROJECT_ROOT / "sandbox" / ".build" / "compose.env"
 
@@ -49,7 +49,7 @@ def role_server(tmp_path: Path) -> Iterator[RoleServer]:
             stderr=subprocess.STDOUT,
         )
     try:
-        port = wait_for_ports(process, tmp_path, log_path, timeout=10).client
+        port = wait_for_port(process, tmp_path, log_path, timeout=10)
         yield RoleServer(url=f"nats://127.0.0.1:{port}", passwords=passwords)
     finally:
         process.terminate()
