@@ -91,7 +91,7 @@ class EmbeddedNats:
 
     def __init__(self, *, max_payload: int | None = None, config_text: str | None = None) -> None:
         self.port = 0
-        self.url = ""
+        """The client port, once started."""
         self._max_payload = max_payload
         self._config_text = config_text
         self._dir: Path | None = None
@@ -133,8 +133,12 @@ class EmbeddedNats:
         except BaseException:
             self.close()
             raise
-        self.url = f"nats://127.0.0.1:{self.port}"
         return self
+
+    @property
+    def url(self) -> str:
+        """Where to connect, once started."""
+        return f"nats://127.0.0.1:{self.port}"
 
     def close(self) -> None:
         """Stop the server and remove its storage."""
