@@ -238,6 +238,7 @@ def _analyse_shared(
     """Worker: analyse runs of blobs taken from the shared list until none is left; write
     what it took as one segment (None if it took nothing)."""
     started = time.perf_counter()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     items = blob_list.items()
     ends = blob_list.ends.tolist()
     repo = pygit2.Repository(repo_path)
@@ -258,6 +259,7 @@ def _analyse_shared(
     tables = builder.tables()
     writing = time.perf_counter()
     write_segment(Path(segments_dir), seg_id, tables)
+    used = resource.getrusage(resource.RUSAGE_SELF)
     log.info(
         "search.index.worker",
         blobs=len(taken),
@@ -265,7 +267,12 @@ def _analyse_shared(
         seconds=round(time.perf_counter() - started, 2),
         phases={k: round(v, 2) for k, v in builder.phase_seconds.items()},
         write_seconds=round(time.perf_counter() - writing, 2),
-        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10,
+        cpu_seconds={
+            "user": round(used.ru_utime - usage.ru_utime, 2),
+            "system": round(used.ru_stime - usage.ru_stime, 2),
+        },
+        page_faults=used.ru_minflt - usage.ru_minflt,
+        peak_rss_mb=used.ru_maxrss >> 10,
     )
     return seg_id
 
