@@ -230,8 +230,8 @@ def rebuild_cold(
 ) -> float:
     """Delete the repository's research index and time building it again from nothing.
 
-    Several workers are started ahead and up before the clock starts, as the mirror starts
-    them during its fetch.
+    Several workers are started ahead, up and done warming their heap before the clock
+    starts, as the mirror starts them during its fetch.
     """
     shutil.rmtree(repo_index_dir(cache, name))
     if workers > 1:

@@ -127,6 +127,33 @@ def test_waiting_for_workers_returns_once_every_one_is_up() -> None:
         assert [s.warmed_bytes for s in started] == [24 << 20, 24 << 20]
 
 
+def test_workers_warm_the_budget_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Started without a figure, a pool warms `warm_budget` of heap, shared among its workers."""
+    asked: list[int] = []
+    monkeypatch.setattr(
+        build_workers, "warm_budget", lambda workers: asked.append(workers) or 40 << 20
+    )
+    build_workers.start_build_workers(2)
+    build_workers.wait_for_build_workers()
+    with _pool_for_build(2) as pool:
+        assert [started.result().warmed_bytes for started in pool.started] == [20 << 20] * 2
+    assert asked == [2]
+
+
+def test_warm_budget_is_a_share_per_worker_within_half_the_available_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The budget grows with the workers until it reaches half the memory available; with
+    the available memory unknown, it is the per-worker share alone."""
+    per_worker = build_workers.WARM_BYTES_PER_WORKER
+    monkeypatch.setattr(build_workers, "available_memory", lambda: 5 * per_worker)
+    assert build_workers.warm_budget(1) == per_worker
+    assert build_workers.warm_budget(2) == 2 * per_worker
+    assert build_workers.warm_budget(8) == int(2.5 * per_worker)
+    monkeypatch.setattr(build_workers, "available_memory", lambda: None)
+    assert build_workers.warm_budget(8) == 8 * per_worker
+
+
 def test_workers_stop_warming_once_their_pool_is_handed_out() -> None:
     """A pool handed to a build (or shut down unused) has its workers stop warming their
     heap: none faults in its whole share."""

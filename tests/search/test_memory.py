@@ -208,3 +208,85 @@ def test_a_build_hands_back_freed_memory_before_packing_its_postings(
     tables = builder.tables()
     assert events == ["hand back", "postings"]
     assert tables.postings.num_rows > 0
+
+
+def _system(
+    tmp_path: Path, meminfo: str | None, cgroup: str | None, files: dict[str, str] | None = None
+) -> Path:
+    """A fake /proc/meminfo, /proc/self/cgroup and cgroup tree under `tmp_path` (a file left
+    out when None; `files` maps a path in the tree to its text)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    if meminfo is not None:
+        (tmp_path / "meminfo").write_text(meminfo)
+    if cgroup is not None:
+        (tmp_path / "cgroup").write_text(cgroup)
+    for name, text in (files or {}).items():
+        path = tmp_path / "fs" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path
+
+
+def _available(root: Path) -> int | None:
+    return memory.available_memory(root / "meminfo", root / "cgroup", root / "fs")
+
+
+_MEMINFO = "MemTotal:       8000000 kB\nMemFree:        1000000 kB\nMemAvailable:   6000000 kB\n"
+
+
+def test_available_memory_is_the_systems_without_a_limit(tmp_path: Path) -> None:
+    """With no control group limit (v2 "max", or no group files), the system's MemAvailable."""
+    root = _system(
+        tmp_path, _MEMINFO, "0::/svc\n", {"svc/memory.max": "max\n", "svc/memory.current": "5\n"}
+    )
+    assert _available(root) == 6000000 << 10
+    assert _available(_system(tmp_path / "bare", _MEMINFO, None)) == 6000000 << 10
+
+
+def test_available_memory_is_what_a_v2_group_has_left_when_less(tmp_path: Path) -> None:
+    """Under a version 2 limit below the system's, what the group has left."""
+    root = _system(
+        tmp_path,
+        _MEMINFO,
+        "0::/svc\n",
+        {"svc/memory.max": f"{2 << 30}\n", "svc/memory.current": f"{512 << 20}\n"},
+    )
+    assert _available(root) == (2 << 30) - (512 << 20)
+
+
+def test_available_memory_reads_a_v1_group_and_a_group_seen_as_the_root(tmp_path: Path) -> None:
+    """A version 1 memory group is read at the process's path, or at the root when a
+    container sees its group there."""
+    own = _system(
+        tmp_path / "own",
+        _MEMINFO,
+        "4:memory:/docker/abc\n0::/\n",
+        {
+            "memory/docker/abc/memory.limit_in_bytes": f"{1 << 30}\n",
+            "memory/docker/abc/memory.usage_in_bytes": f"{1 << 28}\n",
+        },
+    )
+    assert _available(own) == (1 << 30) - (1 << 28)
+    at_root = _system(
+        tmp_path / "root",
+        _MEMINFO,
+        "4:cpu,memory:/docker/abc\n",
+        {
+            "memory/memory.limit_in_bytes": f"{1 << 30}\n",
+            "memory/memory.usage_in_bytes": f"{3 << 30}\n",
+        },
+    )
+    assert _available(at_root) == 0
+
+
+def test_available_memory_is_none_when_nothing_says(tmp_path: Path) -> None:
+    """No meminfo and no control group: unknown, not zero."""
+    assert _available(_system(tmp_path, None, None)) is None
+    assert _available(_system(tmp_path / "other", "MemTotal: 1 kB\n", "1:cpu:/\n")) is None
+
+
+def test_available_memory_of_this_machine_is_some_positive_amount() -> None:
+    """Read from the real files, the figure is a positive number of bytes."""
+    available = memory.available_memory()
+    assert available is not None
+    assert available > 0

@@ -30,7 +30,7 @@ from typing import Final, NamedTuple
 
 import structlog
 
-from worker.search.memory import keep_freed_memory, warm_heap
+from worker.search.memory import available_memory, keep_freed_memory, warm_heap
 
 log = structlog.get_logger(__name__)
 
@@ -41,11 +41,22 @@ _gate: list[Barrier] = []
 _handed_out: list[Event] = []
 """In a build worker: set once its pool is handed to a build (or shut down unused)."""
 _START_TIMEOUT: Final = 60.0
-WARM_HEAP_BYTES: Final = 256 << 20
-"""Heap the workers of a pool started ahead fault in while they wait, at most, shared among
-them: for two, more than each grows by in a Django build (60 to 90 MB; in a Linux build,
-1.2 GB). Shared, so that a pool of many workers in a container with little memory warms
-little each."""
+WARM_BYTES_PER_WORKER: Final = 3 << 29
+"""Heap each worker of a pool started ahead faults in while it waits, at most: more than one
+of two grows by in a Linux build (1.0 to 1.3 GB; in a Django build, 60 to 90 MB)."""
+WARM_SHARE_OF_AVAILABLE: Final = 0.5
+"""The most of the memory available that a pool warms in all: the build needs the rest."""
+
+
+def warm_budget(workers: int) -> int:
+    """Heap a pool of `workers` started ahead faults in between them while it waits:
+    WARM_BYTES_PER_WORKER each, at most WARM_SHARE_OF_AVAILABLE of the memory available (of
+    the machine, or of the control group if it has less)."""
+    budget = workers * WARM_BYTES_PER_WORKER
+    available = available_memory()
+    if available is not None:
+        budget = min(budget, int(available * WARM_SHARE_OF_AVAILABLE))
+    return budget
 
 
 class WorkerStarted(NamedTuple):
@@ -144,17 +155,21 @@ def _new_pool(size: int, *, start_now: bool, warm_bytes: int = 0) -> BuildPool:
     return BuildPool(executor, size, started, handed_out)
 
 
-def start_build_workers(workers: int, *, warm_bytes: int = WARM_HEAP_BYTES) -> None:
+def start_build_workers(workers: int, *, warm_bytes: int | None = None) -> None:
     """Start the fork server, and in the background this process's analysis and the next
     build's `workers` processes, so that all are ready when the build is.
 
     For a caller that will build after something slow (a fetch): the server's imports and
     the workers' start overlap that instead of the build. Forking waits for the server's
     imports (a second or more), hence the thread. Once up, the workers fault in up to
-    `warm_bytes` of heap between them, until the build takes them. This process warms up
-    too: it works out the commit's path index while the workers analyse (15 ms more when
-    cold).
+    `warm_bytes` of heap between them (default: `warm_budget`), until the build takes them:
+    pages a process faults in for the first time are the costliest part of a large build's
+    growth (two-worker Linux builds spent 3.7 to 4.2 s of each worker's 25 in the kernel;
+    warmed, 0.4 to 1.0 s). This process warms up too: it works out the commit's path index
+    while the workers analyse (15 ms more when cold).
     """
+    if warm_bytes is None:
+        warm_bytes = warm_budget(workers)
     fork_server()
     with _ahead.lock:
         if _ahead.starting is not None:

@@ -58,6 +58,7 @@ _M_TRIM_THRESHOLD: Final = -1
 _M_MMAP_MAX: Final = -4
 WARM_STEP_BYTES: Final = 8 << 20
 """Heap faulted in at a time by `warm_heap`: how late it may notice it is to stop."""
+_CGROUP_ROOT: Final = Path("/sys/fs/cgroup")
 
 
 def keep_freed_memory() -> None:
@@ -105,6 +106,68 @@ def warm_heap(limit: int, stop: Callable[[], bool]) -> int:
     # Freed together, the blocks join the free space at the top of the heap.
     held.clear()
     return warmed
+
+
+def available_memory(
+    meminfo: Path = Path("/proc/meminfo"),
+    cgroups: Path = Path("/proc/self/cgroup"),
+    cgroup_root: Path = _CGROUP_ROOT,
+) -> int | None:
+    """Bytes this process could still fault in: the system's available memory, or what is
+    left under its control group's limit if that is less (None when neither is known).
+
+    The control group is read as version 2 (`memory.max`, `memory.current`) or version 1
+    (`memory.limit_in_bytes`, `memory.usage_in_bytes`), at the process's own path or, in a
+    container that sees its group as the root, at the root.
+    """
+    found = [
+        free
+        for free in (_meminfo_available(meminfo), _cgroup_headroom(cgroups, cgroup_root))
+        if free is not None
+    ]
+    return min(found) if found else None
+
+
+def _meminfo_available(meminfo: Path) -> int | None:
+    try:
+        text = meminfo.read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name == "MemAvailable":
+            number, *unit = value.split()
+            return int(number) << 10 if unit == ["kB"] else int(number)
+    return None
+
+
+def _cgroup_headroom(cgroups: Path, root: Path) -> int | None:
+    try:
+        lines = cgroups.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            files, base = ("memory.max", "memory.current"), root
+        elif "memory" in controllers.split(","):
+            files, base = ("memory.limit_in_bytes", "memory.usage_in_bytes"), root / "memory"
+        else:
+            continue
+        for directory in (base / path.lstrip("/"), base):
+            limit, usage = (_read_number(directory / name) for name in files)
+            if limit is not None and usage is not None:
+                return max(0, limit - usage)
+    return None
+
+
+def _read_number(path: Path) -> int | None:
+    """The integer a control group file holds; None for "max" (no limit) or no such file."""
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
 
 
 def release_freed_memory() -> None:
