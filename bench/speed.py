@@ -37,6 +37,7 @@ from worker.embedded_nats import EmbeddedNats
 from worker.mirror import Mirror
 from worker.search import (
     build_commit_index,
+    expect_build,
     informative_terms,
     start_build_workers,
     wait_for_build_workers,
@@ -231,11 +232,15 @@ def rebuild_cold(
     """Delete the repository's research index and time building it again from nothing.
 
     Several workers are started ahead, up and done warming their heap before the clock
-    starts, as the mirror starts them during its fetch.
+    starts, as the mirror starts them during its fetch: the heap the mirror's fetch of the
+    repository would have had them warm (its packs' bytes).
     """
     shutil.rmtree(repo_index_dir(cache, name))
     if workers > 1:
         start_build_workers(workers)
+        expect_build(
+            sum(pack.stat().st_size for pack in Path(repo.path).glob("objects/pack/*.pack"))
+        )
         wait_for_build_workers()
     started = time.monotonic()
     build_commit_index(cache, name, repo, commit, workers=workers)

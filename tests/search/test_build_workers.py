@@ -103,9 +103,9 @@ def test_starting_workers_returns_before_they_are_up(monkeypatch: pytest.MonkeyP
     may_start = threading.Event()
     real_new_pool = build_workers._new_pool
 
-    def slow_new_pool(size: int, *, start_now: bool, warm_bytes: int = 0) -> BuildPool:
+    def slow_new_pool(size: int, *, start_now: bool, warm_per_worker: int = 0) -> BuildPool:
         assert may_start.wait(60)
-        return real_new_pool(size, start_now=start_now, warm_bytes=warm_bytes)
+        return real_new_pool(size, start_now=start_now, warm_per_worker=warm_per_worker)
 
     monkeypatch.setattr(build_workers, "_new_pool", slow_new_pool)
     build_workers.start_build_workers(2)
@@ -114,30 +114,86 @@ def test_starting_workers_returns_before_they_are_up(monkeypatch: pytest.MonkeyP
         assert len({started.result(timeout=60).pid for started in pool.started}) == 2
 
 
-def test_waiting_for_workers_returns_once_every_one_is_up() -> None:
+def test_waiting_for_workers_returns_once_every_one_is_up_and_warm() -> None:
     """After the wait, the pool started ahead has every worker up and its heap warmed (its
-    share of the pool's): the build takes it ready."""
+    share of the pool's); the workers stop warming when the build takes the pool."""
     build_workers.start_build_workers(2, warm_bytes=48 << 20)
     build_workers.wait_for_build_workers()
+    ahead = build_workers._ahead.pool
+    assert ahead is not None
+    assert ahead.warming.up.value == 2
+    assert ahead.warming.warmed.value == 48 << 20
     with _pool_for_build(2) as pool:
-        assert len(pool.started) == 2
-        assert all(started.done() for started in pool.started)
-        started = [started.result() for started in pool.started]
+        started = [started.result(timeout=60) for started in pool.started]
         assert len({s.pid for s in started}) == 2
         assert [s.warmed_bytes for s in started] == [24 << 20, 24 << 20]
 
 
-def test_workers_warm_the_budget_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Started without a figure, a pool warms `warm_budget` of heap, shared among its workers."""
+def test_a_pool_told_nothing_warms_nothing() -> None:
+    """Started with no heap to warm and no build expected, the workers come up and warm
+    nothing."""
+    build_workers.start_build_workers(2)
+    build_workers.wait_for_build_workers()
+    with _pool_for_build(2) as pool:
+        assert [started.result(timeout=60).warmed_bytes for started in pool.started] == [0, 0]
+
+
+def test_an_expected_build_raises_the_heap_to_warm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Told of a fetch's bytes, even before the pool is up, the workers warm
+    WARM_BYTES_PER_PACK_BYTE as much between them; more bytes raise it, fewer do not."""
+    monkeypatch.setattr(build_workers, "warm_budget", lambda workers: 1 << 30)
+    pack = 2 << 20
+    build_workers.start_build_workers(2)
+    build_workers.expect_build(pack)
+    build_workers.wait_for_build_workers()
+    build_workers.expect_build(2 * pack)
+    build_workers.expect_build(pack)
+    build_workers.wait_for_build_workers()
+    with _pool_for_build(2) as pool:
+        warmed = [started.result(timeout=60).warmed_bytes for started in pool.started]
+    assert warmed == [build_workers.WARM_BYTES_PER_PACK_BYTE * pack] * 2
+
+
+_START_AND_EXIT = """
+from worker.search import build_workers
+build_workers.start_build_workers(2, warm_bytes=16 << 20)
+build_workers.wait_for_build_workers()
+print("up")
+"""
+
+
+def test_a_program_that_never_builds_exits_with_its_workers_started() -> None:
+    """Workers started ahead and never handed a build stop waiting for more heap to warm,
+    so the program that started them can exit."""
+    done = subprocess.run(
+        [sys.executable, "-c", _START_AND_EXIT],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.split() == ["up"]
+
+
+def test_an_expected_build_warms_within_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """However large the fetch, the workers warm no more than `warm_budget` between them,
+    and the next pool starts from nothing again."""
     asked: list[int] = []
     monkeypatch.setattr(
         build_workers, "warm_budget", lambda workers: asked.append(workers) or 40 << 20
     )
     build_workers.start_build_workers(2)
+    build_workers.expect_build(1 << 30)
     build_workers.wait_for_build_workers()
     with _pool_for_build(2) as pool:
-        assert [started.result().warmed_bytes for started in pool.started] == [20 << 20] * 2
-    assert asked == [2]
+        assert [started.result(timeout=60).warmed_bytes for started in pool.started] == [
+            20 << 20
+        ] * 2
+    assert set(asked) == {2}
+    build_workers.start_build_workers(2)
+    build_workers.wait_for_build_workers()
+    with _pool_for_build(2) as pool:
+        assert [started.result(timeout=60).warmed_bytes for started in pool.started] == [0, 0]
 
 
 def test_warm_budget_is_a_share_per_worker_within_half_the_available_memory(

@@ -93,7 +93,8 @@ def anon_kb():
 
 memory.keep_freed_memory()
 numbers = pa.array(np.arange(2 << 20, dtype=np.int64))
-warmed = memory.warm_heap(int(sys.argv[1]), lambda: False)
+target = int(sys.argv[1])
+warmed = memory.warm_heap(lambda: target, lambda timeout: timeout > 0)
 before = anon_kb()
 ones = np.ones(32 << 20, dtype=np.uint8)
 more = pc.add(numbers, 1)  # 16 MB written by Arrow
@@ -113,29 +114,61 @@ def test_warm_heap_faults_in_what_numpy_and_arrow_then_reuse(warm_mb: int) -> No
         assert growth_mb >= 40
 
 
+def _until_caught_up(timeout: float) -> bool:
+    """Stop as soon as warming waits for its target to rise."""
+    return timeout > 0
+
+
 def test_warm_heap_stops_once_told(
     restore_hand_back: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Warming asks before each step whether to stop, and ends on a partial last step."""
     monkeypatch.setattr(memory, "_mallopt", lambda: lambda param, value: 1)
     memory._hand_back = False
-    asked: list[int] = []
+    asked: list[float] = []
 
-    def stop_on_third_ask() -> bool:
-        asked.append(1)
+    def stop_on_third_ask(timeout: float) -> bool:
+        asked.append(timeout)
         return len(asked) == 3
 
-    assert memory.warm_heap(10 * memory.WARM_STEP_BYTES, stop_on_third_ask) == (
-        2 * memory.WARM_STEP_BYTES
-    )
-    limit = memory.WARM_STEP_BYTES + 5
-    assert memory.warm_heap(limit, lambda: False) == limit
+    step = memory.WARM_STEP_BYTES
+    assert memory.warm_heap(lambda: 10 * step, stop_on_third_ask) == 2 * step
+    assert asked == [0, 0, 0]
+    assert memory.warm_heap(lambda: step + 5, _until_caught_up) == step + 5
+
+
+def test_warm_heap_follows_a_rising_target_and_reports_each_step(
+    restore_hand_back: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Caught up, warming waits for the target to rise and warms up to the new one; each
+    step is reported as it is made."""
+    monkeypatch.setattr(memory, "_mallopt", lambda: lambda param, value: 1)
+    memory._hand_back = False
+    step = memory.WARM_STEP_BYTES
+    targets = iter([step, step, 3 * step])
+    current = [0]
+
+    def target() -> int:
+        current[0] = next(targets, current[0])
+        return current[0]
+
+    waits: list[float] = []
+
+    def stopped(timeout: float) -> bool:
+        if timeout:
+            waits.append(timeout)
+        return len(waits) == 2
+
+    steps: list[int] = []
+    assert memory.warm_heap(target, stopped, warmed=steps.append) == 3 * step
+    assert steps == [step, step, step]
+    assert waits == [memory.WARM_POLL_SECONDS] * 2
 
 
 def test_warm_heap_does_nothing_where_freed_memory_goes_back(restore_hand_back: None) -> None:
     """A process that hands freed memory back (its heap would not keep them) warms nothing."""
     memory._hand_back = True
-    assert memory.warm_heap(1 << 30, lambda: pytest.fail("asked whether to stop")) == 0
+    assert memory.warm_heap(lambda: 1 << 30, lambda timeout: pytest.fail("asked to stop")) == 0
 
 
 def test_mallopt_found_in_the_c_library() -> None:
@@ -290,3 +323,13 @@ def test_available_memory_of_this_machine_is_some_positive_amount() -> None:
     available = memory.available_memory()
     assert available is not None
     assert available > 0
+
+
+def test_warm_heap_ends_once_its_target_stays_put(
+    restore_hand_back: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never told to stop, warming ends once its target has not risen for `idle_seconds`."""
+    monkeypatch.setattr(memory, "_mallopt", lambda: lambda param, value: 1)
+    memory._hand_back = False
+    step = memory.WARM_STEP_BYTES
+    assert memory.warm_heap(lambda: step, lambda timeout: False, idle_seconds=0.05) == step

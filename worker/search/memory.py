@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import math
 import os
+import time
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -58,6 +60,8 @@ _M_TRIM_THRESHOLD: Final = -1
 _M_MMAP_MAX: Final = -4
 WARM_STEP_BYTES: Final = 8 << 20
 """Heap faulted in at a time by `warm_heap`: how late it may notice it is to stop."""
+WARM_POLL_SECONDS: Final = 0.01
+"""How often `warm_heap`, caught up with its target, looks whether it rose."""
 _CGROUP_ROOT: Final = Path("/sys/fs/cgroup")
 
 
@@ -83,10 +87,19 @@ def keep_freed_memory() -> None:
     pa.set_memory_pool(pa.system_memory_pool())
 
 
-def warm_heap(limit: int, stop: Callable[[], bool]) -> int:
-    """In a process that keeps freed memory: fault in up to `limit` bytes of heap and free
-    them, the heap keeping them for what comes next; stops early once `stop()` is true.
-    Returns the bytes faulted in (0 in a process that hands freed memory back, or off glibc).
+def warm_heap(
+    target: Callable[[], int],
+    stopped: Callable[[float], bool],
+    *,
+    warmed: Callable[[int], object] = lambda step: None,
+    idle_seconds: float = math.inf,
+) -> int:
+    """In a process that keeps freed memory: fault in heap until `target()` bytes are in, a
+    target that may rise meanwhile, until `stopped(timeout)` (a wait of at most `timeout`
+    seconds for the word to stop) says to stop, or the target has not risen for
+    `idle_seconds` once reached; then free it, the heap keeping it for what comes next.
+    Tells `warmed` of each step. Returns the bytes faulted in (0 in a process that hands
+    freed memory back, or off glibc).
 
     For a process with time to spare before its work (a build worker started ahead): a page
     the system hands out for the first time costs far more than one a process holds already,
@@ -97,15 +110,27 @@ def warm_heap(limit: int, stop: Callable[[], bool]) -> int:
     if _hand_back or _mallopt() is None:
         return 0
     held: list[np.ndarray[Any, np.dtype[np.uint8]]] = []
-    warmed = 0
-    while warmed < limit and not stop():
-        block = np.empty(min(WARM_STEP_BYTES, limit - warmed), dtype=np.uint8)
+    total = 0
+    caught_up = math.inf
+    while True:
+        goal = target()
+        if total >= goal:
+            now = time.monotonic()
+            caught_up = min(caught_up, now)
+            if now - caught_up >= idle_seconds or stopped(WARM_POLL_SECONDS):
+                break
+            continue
+        caught_up = math.inf
+        if stopped(0):
+            break
+        block = np.empty(min(WARM_STEP_BYTES, goal - total), dtype=np.uint8)
         block.fill(1)
         held.append(block)
-        warmed += len(block)
+        total += len(block)
+        warmed(len(block))
     # Freed together, the blocks join the free space at the top of the heap.
     held.clear()
-    return warmed
+    return total
 
 
 def available_memory(
