@@ -163,8 +163,8 @@ print("up")
 
 
 def test_a_program_that_never_builds_exits_with_its_workers_started() -> None:
-    """Workers started ahead and never handed a build are handed out at exit: they stop
-    warming, and the program that started them exits."""
+    """Workers started ahead and never handed a build stop waiting for more heap to warm,
+    so the program that started them can exit."""
     done = subprocess.run(
         [sys.executable, "-c", _START_AND_EXIT],
         capture_output=True,

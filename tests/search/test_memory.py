@@ -323,3 +323,13 @@ def test_available_memory_of_this_machine_is_some_positive_amount() -> None:
     available = memory.available_memory()
     assert available is not None
     assert available > 0
+
+
+def test_warm_heap_ends_once_its_target_stays_put(
+    restore_hand_back: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never told to stop, warming ends once its target has not risen for `idle_seconds`."""
+    monkeypatch.setattr(memory, "_mallopt", lambda: lambda param, value: 1)
+    memory._hand_back = False
+    step = memory.WARM_STEP_BYTES
+    assert memory.warm_heap(lambda: step, lambda timeout: False, idle_seconds=0.05) == step

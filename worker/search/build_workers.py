@@ -14,7 +14,6 @@ they exit after it.
 
 from __future__ import annotations
 
-import atexit
 import gc
 import importlib
 import multiprocessing.context
@@ -154,22 +153,9 @@ class _Ahead:
 _ahead = _Ahead()
 _START_TIMEOUT: Final = 60.0
 _WARM_POLL_SECONDS: Final = 0.01
-
-
-def _hand_out_at_exit() -> None:
-    """Hand out the pool started ahead, if any, so that its workers stop warming.
-
-    A program that started workers and never built would not exit otherwise: the executor
-    waits for its workers' tasks at exit, from threading's exit hooks. Those run newest
-    first, and before `atexit`'s: registered after the executor's, this runs before it.
-    """
-    with _ahead.lock:
-        pool = _ahead.pool
-    if pool is not None:
-        pool.handed_out.set()
-
-
-(getattr(threading, "_register_atexit", None) or atexit.register)(_hand_out_at_exit)
+WARM_IDLE_SECONDS: Final = 2.0
+"""How long the workers started ahead wait for their heap target to rise once they reached
+it: a fetch passes on what it received every megabyte."""
 
 
 def next_item() -> Synchronized[int]:
@@ -198,8 +184,12 @@ def _start_worker(
 
 def _pass_gate() -> WorkerStarted:
     """Wait until every worker of the pool is here, then fault in heap up to the pool's
-    target (as it rises) until the pool is handed out (at the latest when this process
-    exits, see `_hand_out_at_exit`)."""
+    target (as it rises) until the pool is handed out, or the target stayed for
+    WARM_IDLE_SECONDS.
+
+    A task that waited on for the pool to be handed out would keep a program that started
+    workers and then never built from exiting: the executor waits for its tasks at exit.
+    Ended, the task leaves what the worker warmed in its heap all the same."""
     _gate[0].wait(_START_TIMEOUT)
     warming = _warming[0]
     with warming.up.get_lock():
@@ -210,9 +200,10 @@ def _pass_gate() -> WorkerStarted:
             warming.warmed.value += step
 
     target = warming.target
-    return WorkerStarted(
-        os.getpid(), warm_heap(lambda: target.value, _handed_out[0].wait, warmed=warmed)
+    warmed_bytes = warm_heap(
+        lambda: target.value, _handed_out[0].wait, warmed=warmed, idle_seconds=WARM_IDLE_SECONDS
     )
+    return WorkerStarted(os.getpid(), warmed_bytes)
 
 
 def _new_pool(size: int, *, start_now: bool, warm_per_worker: int = 0) -> BuildPool:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import math
 import os
+import time
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -90,12 +92,14 @@ def warm_heap(
     stopped: Callable[[float], bool],
     *,
     warmed: Callable[[int], object] = lambda step: None,
+    idle_seconds: float = math.inf,
 ) -> int:
     """In a process that keeps freed memory: fault in heap until `target()` bytes are in, a
     target that may rise meanwhile, until `stopped(timeout)` (a wait of at most `timeout`
-    seconds for the word to stop) says to stop; then free it, the heap keeping it for what
-    comes next. Tells `warmed` of each step. Returns the bytes faulted in (0 in a process
-    that hands freed memory back, or off glibc).
+    seconds for the word to stop) says to stop, or the target has not risen for
+    `idle_seconds` once reached; then free it, the heap keeping it for what comes next.
+    Tells `warmed` of each step. Returns the bytes faulted in (0 in a process that hands
+    freed memory back, or off glibc).
 
     For a process with time to spare before its work (a build worker started ahead): a page
     the system hands out for the first time costs far more than one a process holds already,
@@ -107,12 +111,16 @@ def warm_heap(
         return 0
     held: list[np.ndarray[Any, np.dtype[np.uint8]]] = []
     total = 0
+    caught_up = math.inf
     while True:
         goal = target()
         if total >= goal:
-            if stopped(WARM_POLL_SECONDS):
+            now = time.monotonic()
+            caught_up = min(caught_up, now)
+            if now - caught_up >= idle_seconds or stopped(WARM_POLL_SECONDS):
                 break
             continue
+        caught_up = math.inf
         if stopped(0):
             break
         block = np.empty(min(WARM_STEP_BYTES, goal - total), dtype=np.uint8)
