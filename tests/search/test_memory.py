@@ -114,17 +114,20 @@ def test_warm_heap_faults_in_what_numpy_and_arrow_then_reuse(warm_mb: int) -> No
         assert growth_mb >= 40
 
 
+@pytest.fixture
+def heap_kept(restore_hand_back: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process keeps freed memory, as a build worker does (without touching glibc)."""
+    monkeypatch.setattr(memory, "_mallopt", lambda: lambda param, value: 1)
+    memory._hand_back = False
+
+
 def _until_caught_up(timeout: float) -> bool:
     """Stop as soon as warming waits for its target to rise."""
     return timeout > 0
 
 
-def test_warm_heap_stops_once_told(
-    restore_hand_back: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_warm_heap_stops_once_told(heap_kept: None) -> None:
     """Warming asks before each step whether to stop, and ends on a partial last step."""
-    monkeypatch.setattr(memory, "_mallopt", lambda: lambda param, value: 1)
-    memory._hand_back = False
     asked: list[float] = []
 
     def stop_on_third_ask(timeout: float) -> bool:
@@ -137,13 +140,9 @@ def test_warm_heap_stops_once_told(
     assert memory.warm_heap(lambda: step + 5, _until_caught_up) == step + 5
 
 
-def test_warm_heap_follows_a_rising_target_and_reports_each_step(
-    restore_hand_back: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_warm_heap_follows_a_rising_target_and_reports_each_step(heap_kept: None) -> None:
     """Caught up, warming waits for the target to rise and warms up to the new one; each
     step is reported as it is made."""
-    monkeypatch.setattr(memory, "_mallopt", lambda: lambda param, value: 1)
-    memory._hand_back = False
     step = memory.WARM_STEP_BYTES
     targets = iter([step, step, 3 * step])
     current = [0]
@@ -163,6 +162,12 @@ def test_warm_heap_follows_a_rising_target_and_reports_each_step(
     assert memory.warm_heap(target, stopped, warmed=steps.append) == 3 * step
     assert steps == [step, step, step]
     assert waits == [memory.WARM_POLL_SECONDS] * 2
+
+
+def test_warm_heap_ends_once_its_target_stays_put(heap_kept: None) -> None:
+    """Never told to stop, warming ends once its target has not risen for `idle_seconds`."""
+    step = memory.WARM_STEP_BYTES
+    assert memory.warm_heap(lambda: step, lambda timeout: False, idle_seconds=0.05) == step
 
 
 def test_warm_heap_does_nothing_where_freed_memory_goes_back(restore_hand_back: None) -> None:
@@ -323,13 +328,3 @@ def test_available_memory_of_this_machine_is_some_positive_amount() -> None:
     available = memory.available_memory()
     assert available is not None
     assert available > 0
-
-
-def test_warm_heap_ends_once_its_target_stays_put(
-    restore_hand_back: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Never told to stop, warming ends once its target has not risen for `idle_seconds`."""
-    monkeypatch.setattr(memory, "_mallopt", lambda: lambda param, value: 1)
-    memory._hand_back = False
-    step = memory.WARM_STEP_BYTES
-    assert memory.warm_heap(lambda: step, lambda timeout: False, idle_seconds=0.05) == step
