@@ -31,7 +31,7 @@ class RepoStatusResponse(ResponseEnvelope, frozen=True, kw_only=True):
     """The head has a stored research index."""
     indexed_commit: str | None = None
     code_search_indexed: bool = False
-    """The head has a stored trigram index, so code.search on it needs no on-demand build."""
+    """The head has a stored index, so code.search on it needs no on-demand build."""
     license: str | None = None
     """The SPDX expression of the root license at the head, when one was detected."""
     license_source: str | None = None

@@ -14,10 +14,10 @@ from contracts.subjects import Subject
 from worker.catalog import RepoCatalog
 from worker.codefiles import CodeFiles
 from worker.codesearch.search import CodeSearch
-from worker.codesearch.store import CodeIndexCache
 from worker.config import Config
 from worker.history import GitHistory
 from worker.licenses import LicenseCache
+from worker.search import IndexStore
 from worker.service import Capability, Reply, RequestContext
 from worker.status import RepoStatus
 from worker.toolreplies import item_batches
@@ -26,19 +26,14 @@ from worker.toolreplies import item_batches
 class AgentTools:
     """Builds the tool services over one catalog and serves them as capabilities."""
 
-    def __init__(self, config: Config, catalog: RepoCatalog) -> None:
+    def __init__(self, config: Config, catalog: RepoCatalog, indexes: IndexStore) -> None:
         self.config = config
         licenses = LicenseCache()
-        self.indexes = CodeIndexCache(
-            catalog.layout,
-            lru_size=config.server.index_lru_size,
-            max_blob_bytes=config.server.max_blob_bytes,
-            on_demand_bytes=config.tools.search_on_demand_index_bytes,
-        )
-        self.search = CodeSearch(config, catalog, self.indexes, licenses)
+        self.indexes = indexes
+        self.search = CodeSearch(config, catalog, indexes, licenses)
         self.files = CodeFiles(config, catalog, licenses)
         self.history = GitHistory(config, catalog)
-        self.status = RepoStatus(config, catalog, code_search_indexed=self.indexes.stored)
+        self.status = RepoStatus(config, catalog, stored_index=indexes.stored)
 
     def capabilities(self) -> list[Capability]:
         """The six tool capabilities, each enabled or not as the config says."""

@@ -51,7 +51,7 @@ class Worker:
             scratch_dir=scratch_dir,
         )
         self.research = ResearchService(config, self.catalog, self.indexes)
-        self.tools = AgentTools(config, self.catalog)
+        self.tools = AgentTools(config, self.catalog, self.indexes)
 
     def capabilities(self) -> list[Capability]:
         """Every capability this worker serves, with its enabled flag from the config."""

@@ -253,7 +253,7 @@ def _print_sync(results: Sequence[SyncResult]) -> None:
             change = f"{r.previous_head[:12]}.."
         print(
             f"{r.repo}: {change}{r.head[:12]}  objects={r.received_objects}  "
-            f"indexed in {r.index_seconds + r.code_index_seconds:.1f}s  total {r.seconds:.1f}s"
+            f"indexed in {r.index_seconds:.1f}s  total {r.seconds:.1f}s"
         )
 
 

@@ -59,8 +59,6 @@ class ToolLimits(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True
     search_max_context_chars: PositiveInt = 2000
     search_regex_max_mem_bytes: PositiveInt = 8 << 20
     """RE2's memory budget for one compiled pattern; a pattern needing more is refused."""
-    search_on_demand_index_bytes: PositiveInt = 256 << 20
-    """Text a worker indexes in memory for a revision without a stored trigram index."""
     read_default_lines: PositiveInt = 200
     read_max_lines: PositiveInt = 2000
     read_max_chars: PositiveInt = 20000

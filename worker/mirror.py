@@ -65,17 +65,14 @@ class SyncResult:
     received_objects: int
     seconds: float
     index_seconds: float
-    """Building the research (BM25) index of the head."""
-    code_index_seconds: float
-    """Building the code-search (trigram) index of the head."""
+    """Building the index of the head (every view: research ranking and code search)."""
     index_workers: int
     """Processes the research index was built with."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _IndexTimings:
-    research_seconds: float
-    code_search_seconds: float
+    seconds: float
     workers: int
 
 
@@ -202,8 +199,7 @@ class Mirror:
             previous_head=previous.head if previous else None,
             received_objects=received,
             seconds=time.monotonic() - started,
-            index_seconds=timings.research_seconds,
-            code_index_seconds=timings.code_search_seconds,
+            index_seconds=timings.seconds,
             index_workers=timings.workers,
         )
         log.info("mirror.synced", **dataclasses.asdict(result))
@@ -312,8 +308,7 @@ class Mirror:
         return target
 
     def _index(self, entry: RepoEntry, repo: pygit2.Repository, commit: str) -> _IndexTimings:
-        """Store the research and code-search indexes of `commit` (only changed blobs cost)."""
-        from worker.codesearch.store import index_commit
+        """Store the index of `commit`, every view of it (only changed blobs cost)."""
         from worker.search import build_commit_index
 
         workers = self._index_workers()
@@ -328,13 +323,7 @@ class Mirror:
             max_blob_bytes=max_blob_bytes,
             workers=workers,
         )
-        research = time.monotonic()
-        index_commit(self.layout, entry.name, repo, commit, max_blob_bytes=max_blob_bytes)
-        return _IndexTimings(
-            research_seconds=research - started,
-            code_search_seconds=time.monotonic() - research,
-            workers=workers,
-        )
+        return _IndexTimings(seconds=time.monotonic() - started, workers=workers)
 
     def _index_workers(self) -> int:
         """Processes an index build uses: as configured, else one per core."""

@@ -81,7 +81,7 @@ class MirrorAdmin:
                     head=r.head,
                     previous_head=r.previous_head,
                     received_objects=r.received_objects,
-                    index_seconds=round(r.index_seconds + r.code_index_seconds, 3),
+                    index_seconds=round(r.index_seconds, 3),
                     seconds=round(r.seconds, 3),
                 )
                 for r in results

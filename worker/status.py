@@ -18,12 +18,12 @@ class RepoStatus:
         config: Config,
         catalog: RepoCatalog,
         *,
-        code_search_indexed: Callable[[str, str], bool],
+        stored_index: Callable[[str, str], bool],
         now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
     ) -> None:
         self.config = config
         self.catalog = catalog
-        self._code_search_indexed = code_search_indexed
+        self._stored_index = stored_index
         self._now = now
 
     def status(self, request: RepoStatusRequest, *, request_id: str) -> RepoStatusResponse:
@@ -42,7 +42,7 @@ class RepoStatus:
             next_sync_in_seconds=max(0, int((due - self._now()).total_seconds())),
             indexed=state.indexed_commit == state.head,
             indexed_commit=state.indexed_commit,
-            code_search_indexed=self._code_search_indexed(name, state.head),
+            code_search_indexed=self._stored_index(name, state.head),
             license=state.license,
             license_source=state.license_source,
         )

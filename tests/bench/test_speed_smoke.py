@@ -101,7 +101,7 @@ def test_speed_bench_measures_every_row_on_a_tiny_corpus(tmp_path: Path) -> None
     table = render([figures])
     assert ", median of 5: " in table
     for measure in (
-        "cold research index build",
+        "cold index build, every view",
         "build MB/s (per core)",
         f"CPU loop, {figures.index_workers} processes at once",
         "build MB/s, one process (one core)",

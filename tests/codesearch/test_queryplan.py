@@ -15,18 +15,18 @@ from worker.codesearch.queryplan import (
     plan_literal,
     plan_regex,
 )
-from worker.codesearch.trigrams import fold, trigrams_of
+from worker.search.trigram_postings import fold, trigrams_of
 
 
 def holds(plan: TrigramQuery, text: str) -> bool:
     """Whether `text` contains what `plan` requires (evaluated directly on its trigrams)."""
-    present = set(trigrams_of(text.encode()).tolist())
+    present = set(trigrams_of(fold(text.encode())).tolist())
     return _holds(plan, present)
 
 
 def _holds(plan: TrigramQuery, present: set[int]) -> bool:
     if isinstance(plan, Literal):
-        return set(trigrams_of(plan.text, folded=True).tolist()) <= present
+        return set(trigrams_of(plan.text).tolist()) <= present
     if isinstance(plan, AllOf):
         return all(_holds(p, present) for p in plan.parts)
     assert isinstance(plan, AnyOf)

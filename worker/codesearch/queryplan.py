@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from worker.codesearch.trigrams import fold
+from worker.search.trigram_postings import fold
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,9 @@ within the request's time budget is TIMEOUT, with how far it got in the details.
 from __future__ import annotations
 
 import re
+import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
@@ -25,7 +27,7 @@ import pygit2
 
 from contracts.code import CodeSearchHit, CodeSearchRequest
 from worker.catalog import RepoCatalog, ResolvedRepo
-from worker.codesearch.index import CommitIndex
+from worker.codesearch.index import TrigramView
 from worker.codesearch.languages import LanguageFilter, extension_of, language_of
 from worker.codesearch.matcher import (
     CompiledQuery,
@@ -35,13 +37,14 @@ from worker.codesearch.matcher import (
     is_whole_word,
 )
 from worker.codesearch.queryplan import MATCH_ALL
-from worker.codesearch.store import CodeIndexCache
 from worker.config import Config
 from worker.errors import LimitExceeded, Timeout
 from worker.excerpts import decode_text, is_binary
 from worker.licenses import LicenseCache
+from worker.search import CommitIndex, IndexStore
 from worker.tooling import LicensedFiles, pin, within_ceiling
 
+_SOURCE_NAMES: Final = {"stored": "trigram", "on-demand": "on-demand"}
 QUALITY_WEIGHT: Final = 0.6
 PRIOR_WEIGHT: Final = 0.4
 _LOW_PRIORITY_DIRS: Final = frozenset(
@@ -121,13 +124,25 @@ class CodeSearch:
         self,
         config: Config,
         catalog: RepoCatalog,
-        indexes: CodeIndexCache,
+        indexes: IndexStore,
         licenses: LicenseCache,
     ) -> None:
         self.config = config
         self.catalog = catalog
         self.indexes = indexes
         self.licenses = licenses
+        self._views: weakref.WeakKeyDictionary[CommitIndex, TrigramView] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._views_lock = threading.Lock()
+
+    def view(self, index: CommitIndex) -> TrigramView:
+        """The trigram view of an open commit index, made once and kept while it is open."""
+        with self._views_lock:
+            found = self._views.get(index)
+            if found is None:
+                found = self._views[index] = TrigramView(index)
+            return found
 
     def search(self, request: CodeSearchRequest, *, deadline: float) -> SearchAnswer:
         """Check, resolve and search; raises a RepoReaderFailure for any refusal."""
@@ -155,9 +170,11 @@ class CodeSearch:
         wanted = _path_selector(request)
         pinned = pin(self.catalog, request.repo, request.revision)
         licensed = LicensedFiles(pinned, self.licenses, required=request.require_license)
-        index = self.indexes.open(pinned.name, pinned.repo, pinned.commit, deadline=deadline)
+        index = self.view(
+            self.indexes.open(pinned.name, pinned.repo, pinned.commit, deadline=deadline)
+        )
         rows = [int(r) for r in index.candidates(compiled.plan) if wanted(index.paths[int(r)])]
-        source = "scan" if compiled.plan == MATCH_ALL else index.source
+        source = "scan" if compiled.plan == MATCH_ALL else _SOURCE_NAMES[index.source]
         scan = _Scan(
             repo=pinned.repo,
             index=index,
@@ -182,7 +199,7 @@ class CodeSearch:
     def _hits(
         self,
         pinned: ResolvedRepo,
-        index: CommitIndex,
+        index: TrigramView,
         found: list[Found],
         licensed: LicensedFiles,
         context_lines: int,
@@ -192,7 +209,7 @@ class CodeSearch:
         files: dict[int, tuple[pygit2.Blob, list[str], str]] = {}
         for item in found:
             if item.row not in files:
-                blob = pinned.repo[index.blob_hex(item.row)]
+                blob = pinned.repo[pygit2.Oid(raw=index.oid(item.row))]
                 assert isinstance(blob, pygit2.Blob)
                 text = decode_text(blob.data)
                 assert text is not None  # binary blobs are never scanned
@@ -225,7 +242,7 @@ class _Scan:
         self,
         *,
         repo: pygit2.Repository,
-        index: CommitIndex,
+        index: TrigramView,
         compiled: CompiledQuery,
         max_results: int,
         deadline: float,
@@ -264,7 +281,7 @@ class _Scan:
 
     def _verify(self, row: int, prior: float) -> None:
         # odb.read skips building a Blob object: about twice as fast on packed repositories.
-        _, data = self.repo.odb.read(pygit2.Oid(raw=bytes(self.index.blob_ids[row])))
+        _, data = self.repo.odb.read(pygit2.Oid(raw=self.index.oid(row)))
         if is_binary(data):
             return
         self.scanned += 1

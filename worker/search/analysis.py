@@ -22,6 +22,7 @@ from worker.search.chunking import ChunkBatch, chunk_batch
 from worker.search.languages import language_of
 from worker.search.memory import hand_back_freed_memory
 from worker.search.postings import postings as term_postings
+from worker.search.trigram_postings import TrigramCollector
 from worker.search.vocabulary import TermRows
 
 BINARY_SNIFF_BYTES: Final = 8000
@@ -69,12 +70,14 @@ class BlobSource(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class SegmentTables:
-    """The four Arrow tables of a segment (see `worker.search.segment` for their columns)."""
+    """The Arrow tables of a segment (see `worker.search.segment` for their columns)."""
 
     blobs: pa.Table
     chunks: pa.Table
     terms: pa.Table
     postings: pa.Table
+    trigrams: pa.Table
+    trigram_postings: pa.Table
 
 
 class SegmentBuilder:
@@ -89,6 +92,7 @@ class SegmentBuilder:
         self.max_blob_bytes = max_blob_bytes
         self._check_deadline = check_deadline
         self._terms = TermRows(2)
+        self._trigrams = TrigramCollector()
         self._blob_oids: list[bytes] = []
         self._blob_language: list[str | None] = []
         self._blob_lines: list[int] = []
@@ -98,9 +102,14 @@ class SegmentBuilder:
         self.n_chunks = 0
         self.bytes_analysed = 0
         self.analyse_seconds = 0.0
-        self.phase_seconds: dict[str, float] = {"chunk": 0.0, "tokens": 0.0, "postings": 0.0}
-        """Where the time went: chunking (parse included), counting raw tokens, analysing them
-        into terms and postings."""
+        self.phase_seconds: dict[str, float] = {
+            "chunk": 0.0,
+            "tokens": 0.0,
+            "trigrams": 0.0,
+            "postings": 0.0,
+        }
+        """Where the time went: chunking (parse included), counting raw tokens, each blob's
+        trigrams, analysing tokens into terms and postings (trigram postings included)."""
 
     @property
     def n_blobs(self) -> int:
@@ -155,7 +164,10 @@ class SegmentBuilder:
                 self._blob_lines[i] = n
             tokenised = time.perf_counter()
             self._add_chunks(chunks, np.asarray(blob_index, dtype=np.int32))
-            self.phase_seconds["tokens"] += time.perf_counter() - tokenised
+            trigrams = time.perf_counter()
+            self.phase_seconds["tokens"] += trigrams - tokenised
+            self._trigrams.add(datas, blob_index)
+            self.phase_seconds["trigrams"] += time.perf_counter() - trigrams
         self.analyse_seconds += time.perf_counter() - started
 
     def _add_chunks(self, chunks: ChunkBatch, blob_index: I32) -> None:
@@ -254,7 +266,10 @@ class SegmentBuilder:
         table = pa.table(
             {"chunk": postings.chunk, "tf_body": postings.tf_body, "tf_sym": postings.tf_sym}
         )
-        return SegmentTables(blobs, chunks, term_table, table)
+        inverted = time.perf_counter()
+        trigrams = self._trigrams.tables()
+        self.phase_seconds["postings"] += time.perf_counter() - inverted
+        return SegmentTables(blobs, chunks, term_table, table, trigrams.trigrams, trigrams.postings)
 
 
 def _joined(symbols: list[str | None]) -> tuple[bytes, I64]:

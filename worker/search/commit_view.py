@@ -241,6 +241,15 @@ class PathIndex:
         self.n_paths = tables.paths.num_rows
         self.segment = column(tables.paths, "segment")
         self.blob = column(tables.paths, "blob")
+        oids = tables.paths.column("oid")
+        oid_array = oids.chunk(0) if oids.num_chunks == 1 else oids.combine_chunks()
+        self.oids = (
+            np.frombuffer(oid_array.buffers()[1], dtype=np.uint8)[
+                oid_array.offset * 20 : (oid_array.offset + self.n_paths) * 20
+            ].reshape(self.n_paths, 20)
+            if self.n_paths
+            else np.zeros((0, 20), dtype=np.uint8)
+        )
         self.len_path = column(tables.paths, "len_path")
         self.len_name = column(tables.paths, "len_name")
         self.post_path = column(tables.path_postings, "path")

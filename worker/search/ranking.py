@@ -19,6 +19,7 @@ from typing import Final
 import msgspec
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
 from worker.search.commit_view import CommitTables, PathIndex
 from worker.search.segment import Segment, file_rss_kib, release_mapped_pages
@@ -110,8 +111,12 @@ class CommitIndex:
         segments: Sequence[Segment],
         view: CommitTables,
         params: RankingParams = DEFAULT_PARAMS,
+        *,
+        source: str = "stored",
     ) -> None:
         self.commit = commit
+        self.source = source
+        """`stored` when mapped from the cache, `on-demand` when built by this worker."""
         self.params = params
         self._segments = list(segments)
         self._paths = PathIndex(view)
@@ -155,6 +160,31 @@ class CommitIndex:
         ).astype(np.float32)
         self._prior = self._path_priors(params)
         self._ext_masks: dict[frozenset[str], npt.NDArray[np.bool_]] = {}
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        """The segments the commit's blobs are in."""
+        return tuple(self._segments)
+
+    @property
+    def path_column(self) -> pa.ChunkedArray:
+        """The indexed paths, in path order (row i is path i)."""
+        return self._paths.paths
+
+    @property
+    def path_oids(self) -> npt.NDArray[np.uint8]:
+        """Shape (paths, 20): each path's raw blob id."""
+        return self._paths.oids
+
+    @property
+    def path_segment(self) -> npt.NDArray[np.int32]:
+        """Each path's segment (an index into `segments`)."""
+        return self._paths.segment
+
+    @property
+    def path_blob(self) -> npt.NDArray[np.int32]:
+        """Each path's blob row in its segment."""
+        return self._paths.blob
 
     def _path_priors(self, params: RankingParams) -> F64:
         prior = np.ones(self.n_paths, dtype=np.float64)

@@ -5,11 +5,13 @@
     chunks.arrow    blob, start_line, end_line (1-based, inclusive), len_body, len_sym, symbol, kind
     terms.arrow     term (sorted by UTF-8 bytes), start, count   -> a slice of postings
     postings.arrow  chunk, tf_body, tf_sym       (one slice per term, in any order; by chunk)
+    trigrams.arrow  trigram (uint32, ascending), start, count   -> a slice of trigram_postings
+    trigram_postings.arrow  blob (uint32)        (one slice per trigram; ascending blob rows)
 
 A segment is content-addressed: its id hashes the format version and its blob ids, so two
-builders of the same blobs write the same directory. Components are named in segment.json,
-so a later component (a per-blob trigram index for regex search) adds a file and a name
-without disturbing readers that do not know it.
+builders of the same blobs write the same directory. Components are named in segment.json.
+One analysis of each blob fills every component: the chunks, terms and postings rank research
+answers; the trigrams pick the files code search verifies.
 """
 
 from __future__ import annotations
@@ -34,12 +36,12 @@ import pyarrow as pa
 from worker.search.analysis import SegmentTables
 from worker.search.memory import flush_and_uncache, hand_back_freed_memory
 
-FORMAT_VERSION: Final = 3
+FORMAT_VERSION: Final = 4
 """Bump on any change a reader of the old format would misread, or that changes what the
 analysis of a blob yields (2: definitions end on their own last line, postings grouped by
-term id; 3: each term's postings in chunk order, laid out by the one-pass sort); readers
-rebuild on mismatch, so old and new segments never mix."""
-COMPONENTS: Final = ("blobs", "chunks", "terms", "postings")
+term id; 3: each term's postings in chunk order, laid out by the one-pass sort; 4: the
+trigram component); readers rebuild on mismatch, so old and new segments never mix."""
+COMPONENTS: Final = ("blobs", "chunks", "terms", "postings", "trigrams", "trigram_postings")
 
 
 class UnknownFormat(Exception):
@@ -148,6 +150,8 @@ def write_segment(segments_dir: Path, seg_id: str, tables: SegmentTables) -> Pat
         "n_chunks": tables.chunks.num_rows,
         "n_terms": tables.terms.num_rows,
         "n_postings": tables.postings.num_rows,
+        "n_trigrams": tables.trigrams.num_rows,
+        "n_trigram_postings": tables.trigram_postings.num_rows,
     }
     (tmp / "segment.json").write_text(json.dumps(meta, indent=1))
     atomic_publish(tmp, final)
@@ -251,6 +255,10 @@ class Segment:
         self.post_tf_body = column(tables.postings, "tf_body")
         self.post_tf_sym = column(tables.postings, "tf_sym")
         self.lookup = TermDictionary(tables.terms)
+        self.trigram = column(tables.trigrams, "trigram")
+        self.trigram_start = column(tables.trigrams, "start")
+        self.trigram_count = column(tables.trigrams, "count")
+        self.trigram_blobs = column(tables.trigram_postings, "blob")
         self._symbol = tables.chunks.column("symbol")
         self._kind = tables.chunks.column("kind")
         self._language = tables.blobs.column("language")
@@ -261,6 +269,14 @@ class Segment:
         """Memory-map a stored segment."""
         seg_id, tables = read_segment_tables(seg_dir)
         return cls(seg_id, tables)
+
+    def blobs_with_trigram(self, code: int) -> npt.NDArray[np.uint32]:
+        """The ascending rows of the blobs whose folded text holds the trigram `code`."""
+        at = int(np.searchsorted(self.trigram, code))
+        if at >= len(self.trigram) or int(self.trigram[at]) != code:
+            return self.trigram_blobs[:0]
+        start = int(self.trigram_start[at])
+        return self.trigram_blobs[start : start + int(self.trigram_count[at])]
 
     def oids(self) -> list[bytes]:
         """Every blob id in the segment, in blob order.

@@ -83,6 +83,11 @@ class IndexStore:
                 self._key_locks.pop(key, None)
             return index
 
+    def stored(self, repo_id: str, commit: str) -> bool:
+        """Whether the mirror published the index of `commit` (so no on-demand build)."""
+        index_dir = repo_index_dir(self.cache_dir, repo_id)
+        return (index_dir / "commits" / commit / "manifest.json").is_file()
+
     def _open_stored(self, repo_id: str, commit: str) -> CommitIndex | None:
         index_dir = repo_index_dir(self.cache_dir, repo_id)
         commit_dir = index_dir / "commits" / commit
@@ -132,4 +137,4 @@ class IndexStore:
             analysed_blobs=analysed,
             seconds=round(time.monotonic() - started, 3),
         )
-        return CommitIndex(commit, segments, tables)
+        return CommitIndex(commit, segments, tables, source="on-demand")
