@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+import time
+
+import pygit2
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.codesearch.matcher import LineMatch
+from tests.support.gitrepos import Content, make_repo
+from worker.codesearch.index import TrigramView
+from worker.codesearch.matcher import LineMatch, compile_query
+from worker.codesearch.priors import file_prior
 from worker.codesearch.search import (
     Found,
+    Scan,
     TopHits,
     context_window,
-    file_prior,
     line_count,
     line_window,
 )
+from worker.search import IndexStore
 
 
 def test_file_prior_prefers_shallow_named_non_test_files() -> None:
@@ -77,4 +85,65 @@ def test_top_hits_keep_the_best_in_a_stable_order() -> None:
         (0.9, "a.py", 9),
         (0.9, "b.py", 7),
     ]
-    assert top.floor() == 0.9
+    worst = top.worst()
+    assert worst is not None
+    assert (worst.score, paths[worst.row]) == (0.9, "b.py")
+    assert TopHits(3, paths).worst() is None
+
+
+DEFINED = "def handle_request(request):\n    return handle_request\n"
+USED = "x = handle_request(1)\ny = prehandle_requests\n"
+
+
+@pytest.fixture(scope="module")
+def many_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[pygit2.Repository, TrigramView]:
+    files: dict[str, Content] = {}
+    for n in range(40):
+        folders = ["tests"] * (n % 7 == 0) + ["d"] * (n % 6)
+        files["/".join([*folders, f"f{n:02d}.py"])] = DEFINED if n % 5 == 0 else USED
+    files["handle_request.py"] = USED
+    root = tmp_path_factory.mktemp("many")
+    git, head = make_repo(root / "repo", files)
+    store = IndexStore(root / "cache")
+    return git, TrigramView(store.open("acme/many", git, head, deadline=time.monotonic() + 60))
+
+
+def scan(repo: pygit2.Repository, view: TrigramView, query: str, size: int, *, regex: bool) -> Scan:
+    compiled = compile_query(query, regex=regex, ignore_case=False, max_mem=1 << 20)
+    done = Scan(
+        repo=repo,
+        index=view,
+        compiled=compiled,
+        max_results=size,
+        deadline=time.monotonic() + 60,
+        source="test",
+    )
+    done.run(
+        view.candidates(compiled.plan), definers=view.candidates(compiled.plan, definitions=True)
+    )
+    return done
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    size=st.integers(min_value=1, max_value=30),
+    query=st.sampled_from(
+        [("handle_request", False), (r"handle_\w+", True), ("def handle", False), ("x = ", False)]
+    ),
+)
+def test_stopping_early_returns_the_same_hits_as_verifying_every_file(
+    many_files: tuple[pygit2.Repository, TrigramView], size: int, query: tuple[str, bool]
+) -> None:
+    """The first `size` hits are the same whether or not the scan stopped early."""
+    repo, view = many_files
+    early = scan(repo, view, query[0], size, regex=query[1])
+    full = scan(repo, view, query[0], 10_000, regex=query[1])
+    assert full.exhaustive
+
+    def keys(found: list[Found]) -> list[tuple[float, str, int]]:
+        return [(f.score, view.paths[f.row], f.line.line_number) for f in found]
+
+    assert keys(early.top.best()) == keys(full.top.best())[:size]
+    if not early.exhaustive:
+        assert early.scanned < full.scanned
+        assert early.total < full.total

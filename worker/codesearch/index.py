@@ -10,15 +10,17 @@ table, in path order.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
+from worker.codesearch.priors import NAME_PRIOR, path_prior
 from worker.codesearch.queryplan import MATCH_ALL, AllOf, AnyOf, Literal, TrigramQuery
 from worker.search.ranking import CommitIndex
-from worker.search.segment import Segment
+from worker.search.segment import Segment, TrigramLists
 from worker.search.trigram_postings import trigrams_of
 
 RowIndex = npt.NDArray[np.int64]
@@ -52,12 +54,34 @@ class TrigramView:
     def __len__(self) -> int:
         return len(self.paths)
 
+    @functools.cached_property
+    def _path_priors(self) -> list[float]:
+        return [path_prior(p) for p in self.paths]
+
+    @functools.cached_property
+    def _names(self) -> list[str]:
+        return [p.lower().rsplit("/", 1)[-1] for p in self.paths]
+
+    def priors(self, rows: RowIndex, needle: str | None) -> list[float]:
+        """`worker.codesearch.priors.file_prior` of each row's path, for the query's needle."""
+        base, names = self._path_priors, self._names
+        if needle is None or len(needle) < 3:
+            return [round(max(0.0, min(1.0, base[r])), 4) for r in rows.tolist()]
+        return [
+            round(max(0.0, min(1.0, base[r] + (NAME_PRIOR if needle in names[r] else 0.0))), 4)
+            for r in rows.tolist()
+        ]
+
     def oid(self, row: int) -> bytes:
         """The raw blob id of a row."""
         return bytes(self._oids[row])
 
-    def candidates(self, query: TrigramQuery) -> RowIndex:
-        """Rows (ascending, i.e. in path order) whose blob may match `query`."""
+    def candidates(self, query: TrigramQuery, *, definitions: bool = False) -> RowIndex:
+        """Rows (ascending, i.e. in path order) whose blob may match `query`.
+
+        With `definitions`, only rows where the match may be on a definition line (one that
+        `worker.search.trigram_postings.DEFINITION_LINE` accepts).
+        """
         if query == MATCH_ALL:
             return np.arange(len(self.paths), dtype=np.int64)
         picked = [np.empty(0, dtype=np.int64)]
@@ -65,7 +89,8 @@ class TrigramView:
             blobs = self._blobs[s]
             if len(blobs) == 0:
                 continue
-            found = evaluate(segment, query).astype(np.int64)
+            lists = segment.definition_trigrams if definitions else segment.text_trigrams
+            found = evaluate(segment, lists, query).astype(np.int64)
             lo = np.searchsorted(blobs, found, side="left")
             hi = np.searchsorted(blobs, found, side="right")
             # A blob may be at several paths: each of its rows is a candidate.
@@ -78,31 +103,32 @@ class TrigramView:
         return np.sort(np.concatenate(picked))
 
 
-def evaluate(segment: Segment, query: TrigramQuery) -> Ordinals:
-    """The rows of `segment`'s blobs whose trigrams satisfy `query`."""
+def evaluate(segment: Segment, lists: TrigramLists, query: TrigramQuery) -> Ordinals:
+    """The rows of `segment`'s blobs whose trigrams (in `lists`) satisfy `query`."""
     if isinstance(query, Literal):
-        lists = sorted(
-            (segment.blobs_with_trigram(int(code)) for code in trigrams_of(query.text)),
-            key=len,
-        )
-        return _intersect(lists)
+        found = sorted((lists(int(code)) for code in trigrams_of(query.text)), key=len)
+        return _intersect(found)
     if isinstance(query, AllOf):
         if not query.parts:
             return np.flatnonzero(segment.blob_indexed).astype(np.uint32)
-        return _intersect(sorted((evaluate(segment, p) for p in query.parts), key=len))
+        parts = sorted((evaluate(segment, lists, p) for p in query.parts), key=len)
+        return _intersect(parts)
     assert isinstance(query, AnyOf)
     result = _NO_ORDINALS
     for part in query.parts:
-        result = np.union1d(result, evaluate(segment, part))
+        result = np.union1d(result, evaluate(segment, lists, part))
     return result.astype(np.uint32)
 
 
 def _intersect(lists: Sequence[Ordinals]) -> Ordinals:
+    """The rows in every list (each ascending, without repeats), shortest first."""
     if not lists:
         return _NO_ORDINALS
     result = lists[0]
     for other in lists[1:]:
-        if len(result) == 0:
-            break
-        result = np.intersect1d(result, other, assume_unique=True)
+        if len(result) == 0 or len(other) == 0:
+            return _NO_ORDINALS
+        # Look the shorter list up in the longer: intersect1d would sort both.
+        at = np.minimum(np.searchsorted(other, result), len(other) - 1)
+        result = result[other[at] == result]
     return result

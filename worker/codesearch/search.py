@@ -7,15 +7,16 @@ Ranking (deterministic; ties broken by path, then line number):
     file prior   = 0.5 + 0.2 * shallowness + 0.3 if a literal query is in the file name
                    - 0.3 under test, vendor or fixture directories
 
-Files are verified in order of prior, best first, and verification stops once the
-worst of the `max_results` hits kept outscores anything a remaining file could reach
+A file's best possible score is known before it is read: its prior, and whether any of its
+definition lines can match (the index keeps the trigrams of definition lines apart). Files
+are verified best possible score first, and verification stops once no remaining file can
+reach the worst of the `max_results` hits kept, nor tie it with a path before its
 (`exhaustive` is then false). A query that needs every file verified and cannot finish
 within the request's time budget is TIMEOUT, with how far it got in the details.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 import weakref
@@ -23,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+import numpy as np
+import numpy.typing as npt
 import pygit2
 
 from contracts.code import CodeSearchHit, CodeSearchRequest
@@ -42,20 +45,14 @@ from worker.errors import LimitExceeded, Timeout
 from worker.excerpts import decode_text, is_binary
 from worker.licenses import LicenseCache
 from worker.search import CommitIndex, IndexStore
+from worker.search.trigram_postings import DEFINITION_LINE
 from worker.tooling import LicensedFiles, pin, within_ceiling
 
 _SOURCE_NAMES: Final = {"stored": "trigram", "on-demand": "on-demand"}
 QUALITY_WEIGHT: Final = 0.6
 PRIOR_WEIGHT: Final = 0.4
-_LOW_PRIORITY_DIRS: Final = frozenset(
-    {"test", "tests", "testing", "__tests__", "spec", "specs", "testdata", "fixtures",
-     "vendor", "third_party", "thirdparty", "node_modules"}
-)  # fmt: skip
-_DEFINITION: Final = re.compile(
-    rb"\s*(?:(?:export|public|private|protected|static|async|pub|extern|inline|abstract|final)"
-    rb"\s+)*(?:def|class|func|fn|struct|enum|union|interface|trait|impl|type|module|function"
-    rb"|macro|#\s*define)\b"
-)
+WHOLE_WORD_QUALITY: Final = 0.8
+"""The best line quality a file without a matching definition line can reach."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +91,10 @@ class TopHits:
         self._items: list[Found] = []
         self._floor: float | None = None
 
-    def floor(self) -> float | None:
-        """The lowest score still kept once `size` hits are held, else None."""
+    def worst(self) -> Found | None:
+        """The last of the `size` best hits once that many are held, else None."""
         self._trim()
-        return self._floor
+        return self._items[-1] if len(self._items) >= self._size else None
 
     def add(self, found: Found) -> None:
         if self._floor is not None and found.score < self._floor:
@@ -173,9 +170,11 @@ class CodeSearch:
         index = self.view(
             self.indexes.open(pinned.name, pinned.repo, pinned.commit, deadline=deadline)
         )
-        rows = [int(r) for r in index.candidates(compiled.plan) if wanted(index.paths[int(r)])]
+        rows = index.candidates(compiled.plan)
+        if not wanted.everything:
+            rows = rows[[wanted(index.paths[int(r)]) for r in rows]] if len(rows) else rows
         source = "scan" if compiled.plan == MATCH_ALL else _SOURCE_NAMES[index.source]
-        scan = _Scan(
+        scan = Scan(
             repo=pinned.repo,
             index=index,
             compiled=compiled,
@@ -183,7 +182,7 @@ class CodeSearch:
             deadline=deadline,
             source=source,
         )
-        scan.run(rows)
+        scan.run(rows, definers=index.candidates(compiled.plan, definitions=True))
         hits = self._hits(pinned, index, scan.top.best(), licensed, request.context_lines)
         return SearchAnswer(
             repo=pinned,
@@ -235,8 +234,8 @@ class CodeSearch:
         return tuple(hits)
 
 
-class _Scan:
-    """Verifies candidate files in prior order, keeping the best hits."""
+class Scan:
+    """Verifies candidate files best possible score first, keeping the best hits."""
 
     def __init__(
         self,
@@ -258,11 +257,21 @@ class _Scan:
         self.scanned = 0
         self.exhaustive = True
 
-    def run(self, rows: list[int]) -> None:
+    def run(self, rows: npt.NDArray[np.int64], *, definers: npt.NDArray[np.int64]) -> None:
+        """Verify `rows` best possible score first; `definers` may match on a definition line."""
         paths = self.index.paths
-        priors = {row: file_prior(paths[row], self.compiled.needle) for row in rows}
-        ordered = sorted(rows, key=lambda row: (-priors[row], paths[row]))
-        for position, row in enumerate(ordered):
+        priors = self.index.priors(rows, self.compiled.needle)
+        defines = np.isin(rows, definers).tolist()
+        # Rounded as a hit's score is, so that no hit can score above its file's bound.
+        bounds = [
+            round(QUALITY_WEIGHT * (1.0 if d else WHOLE_WORD_QUALITY) + PRIOR_WEIGHT * p, 4)
+            for d, p in zip(defines, priors, strict=True)
+        ]
+        # Rows are in path order: ties in bound are visited in path order.
+        order = np.lexsort((rows, -np.asarray(bounds, dtype=np.float64))).tolist()
+        ordered_rows = rows.tolist()
+        for position, at in enumerate(order):
+            row, bound, prior = ordered_rows[at], bounds[at], priors[at]
             if time.monotonic() > self.deadline:
                 raise Timeout(
                     "code.search ran out of its time budget verifying candidate files; "
@@ -273,11 +282,13 @@ class _Scan:
                     files_scanned=self.scanned,
                     files_left=len(rows) - position,
                 )
-            floor = self.top.floor()
-            if floor is not None and floor > QUALITY_WEIGHT + PRIOR_WEIGHT * priors[row]:
+            worst = self.top.worst()
+            if worst is not None and (
+                bound < worst.score or (bound == worst.score and paths[row] > paths[worst.row])
+            ):
                 self.exhaustive = False
                 return
-            self._verify(row, priors[row])
+            self._verify(row, prior)
 
     def _verify(self, row: int, prior: float) -> None:
         # odb.read skips building a Blob object: about twice as fast on packed repositories.
@@ -290,21 +301,10 @@ class _Scan:
             quality = 0.5
             if is_whole_word(data, line.match_start, line.match_end):
                 quality += 0.3
-            if _DEFINITION.match(data, line.line_start, line.line_end):
+            if DEFINITION_LINE.match(data, line.line_start, line.line_end):
                 quality += 0.2
             score = round(QUALITY_WEIGHT * quality + PRIOR_WEIGHT * prior, 4)
             self.top.add(Found(score=score, row=row, line=line))
-
-
-def file_prior(path: str, needle: str | None) -> float:
-    """How likely a file is to hold the hit a caller wants, before reading it (0..1)."""
-    segments = path.lower().split("/")
-    prior = 0.5 + 0.2 * (1 - min(len(segments) - 1, 8) / 8)
-    if needle is not None and len(needle) >= 3 and needle in segments[-1]:
-        prior += 0.3
-    if _LOW_PRIORITY_DIRS.intersection(segments[:-1]):
-        prior -= 0.3
-    return round(max(0.0, min(1.0, prior)), 4)
 
 
 def _path_selector(request: CodeSearchRequest) -> _Selector:
@@ -324,6 +324,11 @@ class _Selector:
     glob: Callable[[str], bool] | None
     language: LanguageFilter | None
     extensions: frozenset[str] | None
+
+    @property
+    def everything(self) -> bool:
+        """No filter: every path is selected."""
+        return self.glob is None and self.language is None and self.extensions is None
 
     def __call__(self, path: str) -> bool:
         if self.extensions is not None and extension_of(path) not in self.extensions:

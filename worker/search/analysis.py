@@ -22,7 +22,7 @@ from worker.search.chunking import ChunkBatch, chunk_batch
 from worker.search.languages import language_of
 from worker.search.memory import hand_back_freed_memory
 from worker.search.postings import postings as term_postings
-from worker.search.trigram_postings import TrigramCollector
+from worker.search.trigram_postings import TrigramCollector, definition_lines
 from worker.search.vocabulary import TermRows
 
 BINARY_SNIFF_BYTES: Final = 8000
@@ -78,6 +78,8 @@ class SegmentTables:
     postings: pa.Table
     trigrams: pa.Table
     trigram_postings: pa.Table
+    definition_trigrams: pa.Table
+    definition_trigram_postings: pa.Table
 
 
 class SegmentBuilder:
@@ -93,6 +95,7 @@ class SegmentBuilder:
         self._check_deadline = check_deadline
         self._terms = TermRows(2)
         self._trigrams = TrigramCollector()
+        self._definition_trigrams = TrigramCollector()
         self._blob_oids: list[bytes] = []
         self._blob_language: list[str | None] = []
         self._blob_lines: list[int] = []
@@ -167,6 +170,7 @@ class SegmentBuilder:
             trigrams = time.perf_counter()
             self.phase_seconds["tokens"] += trigrams - tokenised
             self._trigrams.add(datas, blob_index)
+            self._definition_trigrams.add([definition_lines(d) for d in datas], blob_index)
             self.phase_seconds["trigrams"] += time.perf_counter() - trigrams
         self.analyse_seconds += time.perf_counter() - started
 
@@ -268,8 +272,18 @@ class SegmentBuilder:
         )
         inverted = time.perf_counter()
         trigrams = self._trigrams.tables()
+        definitions = self._definition_trigrams.tables()
         self.phase_seconds["postings"] += time.perf_counter() - inverted
-        return SegmentTables(blobs, chunks, term_table, table, trigrams.trigrams, trigrams.postings)
+        return SegmentTables(
+            blobs,
+            chunks,
+            term_table,
+            table,
+            trigrams.trigrams,
+            trigrams.postings,
+            definitions.trigrams,
+            definitions.postings,
+        )
 
 
 def _joined(symbols: list[str | None]) -> tuple[bytes, I64]:

@@ -7,6 +7,8 @@
     postings.arrow  chunk, tf_body, tf_sym       (one slice per term, in any order; by chunk)
     trigrams.arrow  trigram (uint32, ascending), start, count   -> a slice of trigram_postings
     trigram_postings.arrow  blob (uint32)        (one slice per trigram; ascending blob rows)
+    definition_trigrams.arrow, definition_trigram_postings.arrow
+                    the same, over each blob's definition lines only
 
 A segment is content-addressed: its id hashes the format version and its blob ids, so two
 builders of the same blobs write the same directory. Components are named in segment.json.
@@ -40,8 +42,17 @@ FORMAT_VERSION: Final = 4
 """Bump on any change a reader of the old format would misread, or that changes what the
 analysis of a blob yields (2: definitions end on their own last line, postings grouped by
 term id; 3: each term's postings in chunk order, laid out by the one-pass sort; 4: the
-trigram component); readers rebuild on mismatch, so old and new segments never mix."""
-COMPONENTS: Final = ("blobs", "chunks", "terms", "postings", "trigrams", "trigram_postings")
+trigram components); readers rebuild on mismatch, so old and new segments never mix."""
+COMPONENTS: Final = (
+    "blobs",
+    "chunks",
+    "terms",
+    "postings",
+    "trigrams",
+    "trigram_postings",
+    "definition_trigrams",
+    "definition_trigram_postings",
+)
 
 
 class UnknownFormat(Exception):
@@ -152,6 +163,7 @@ def write_segment(segments_dir: Path, seg_id: str, tables: SegmentTables) -> Pat
         "n_postings": tables.postings.num_rows,
         "n_trigrams": tables.trigrams.num_rows,
         "n_trigram_postings": tables.trigram_postings.num_rows,
+        "n_definition_trigram_postings": tables.definition_trigram_postings.num_rows,
     }
     (tmp / "segment.json").write_text(json.dumps(meta, indent=1))
     atomic_publish(tmp, final)
@@ -235,6 +247,24 @@ class TermDictionary:
         return None
 
 
+class TrigramLists:
+    """Which blobs of a segment hold each trigram (in their text, or their definition lines)."""
+
+    def __init__(self, trigrams: pa.Table, postings: pa.Table) -> None:
+        self.trigram = column(trigrams, "trigram")
+        self.start = column(trigrams, "start")
+        self.count = column(trigrams, "count")
+        self.blobs = column(postings, "blob")
+
+    def __call__(self, code: int) -> npt.NDArray[np.uint32]:
+        """The ascending rows of the blobs whose folded text holds the trigram `code`."""
+        at = int(np.searchsorted(self.trigram, code))
+        if at >= len(self.trigram) or int(self.trigram[at]) != code:
+            return self.blobs[:0]
+        start = int(self.start[at])
+        return self.blobs[start : start + int(self.count[at])]
+
+
 class Segment:
     """Read access to one segment's tables: term lookup, postings, chunk and blob columns."""
 
@@ -255,10 +285,10 @@ class Segment:
         self.post_tf_body = column(tables.postings, "tf_body")
         self.post_tf_sym = column(tables.postings, "tf_sym")
         self.lookup = TermDictionary(tables.terms)
-        self.trigram = column(tables.trigrams, "trigram")
-        self.trigram_start = column(tables.trigrams, "start")
-        self.trigram_count = column(tables.trigrams, "count")
-        self.trigram_blobs = column(tables.trigram_postings, "blob")
+        self.text_trigrams = TrigramLists(tables.trigrams, tables.trigram_postings)
+        self.definition_trigrams = TrigramLists(
+            tables.definition_trigrams, tables.definition_trigram_postings
+        )
         self._symbol = tables.chunks.column("symbol")
         self._kind = tables.chunks.column("kind")
         self._language = tables.blobs.column("language")
@@ -269,14 +299,6 @@ class Segment:
         """Memory-map a stored segment."""
         seg_id, tables = read_segment_tables(seg_dir)
         return cls(seg_id, tables)
-
-    def blobs_with_trigram(self, code: int) -> npt.NDArray[np.uint32]:
-        """The ascending rows of the blobs whose folded text holds the trigram `code`."""
-        at = int(np.searchsorted(self.trigram, code))
-        if at >= len(self.trigram) or int(self.trigram[at]) != code:
-            return self.trigram_blobs[:0]
-        start = int(self.trigram_start[at])
-        return self.trigram_blobs[start : start + int(self.trigram_count[at])]
 
     def oids(self) -> list[bytes]:
         """Every blob id in the segment, in blob order.

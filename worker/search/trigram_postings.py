@@ -12,6 +12,7 @@ the trigram part of a Linux build cost about four times the one-pass analysis it
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -20,6 +21,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import re2
 
 TRIGRAM_SPACE: Final = 1 << 24
 _KELVIN: Final = "\u212a".encode()
@@ -27,6 +29,25 @@ _LONG_S: Final = "\u017f".encode()
 
 U32 = npt.NDArray[np.uint32]
 I64 = npt.NDArray[np.int64]
+
+_BLANK: Final = rb"[^\S\n]"
+_DEFINITION: Final = (
+    rb"(?:(?:export|public|private|protected|static|async|pub|extern|inline|abstract|final)"
+    + _BLANK
+    + rb"+)*(?:def|class|func|fn|struct|enum|union|interface|trait|impl|type|module|function"
+    rb"|macro|#" + _BLANK + rb"*define)\b"
+)
+DEFINITION_LINE: Final = re.compile(_BLANK + b"*" + _DEFINITION)
+"""Whether a line (matched from its start, up to its end) defines something, in any language.
+
+The same pattern picks the lines whose trigrams a segment keeps apart (`definition_lines`), so
+a search knows, before reading a file, whether any of its definition lines can match."""
+_DEFINITION_LINES: Final = re2.compile(b"(?m)^" + _BLANK + b"*" + _DEFINITION + rb"[^\n]*")
+
+
+def definition_lines(data: bytes) -> bytes:
+    """The lines of `data` that DEFINITION_LINE accepts, joined by line breaks."""
+    return b"\n".join(_DEFINITION_LINES.findall(data))
 
 
 def fold(data: bytes) -> bytes:
@@ -112,7 +133,7 @@ def _by_trigram(codes: Any, owners: Any, space: int) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class TrigramTables:
-    """A segment's trigram component: the dictionary and the postings it slices."""
+    """A trigram component of a segment: the dictionary and the postings it slices."""
 
     trigrams: pa.Table
     """trigram (uint32, ascending), start (int64), count (int32): a slice of postings."""

@@ -1,0 +1,27 @@
+"""How likely a file is to hold the hit a code search caller wants, before it is read."""
+
+from __future__ import annotations
+
+from typing import Final
+
+_LOW_PRIORITY_DIRS: Final = frozenset(
+    {"test", "tests", "testing", "__tests__", "spec", "specs", "testdata", "fixtures",
+     "vendor", "third_party", "thirdparty", "node_modules"}
+)  # fmt: skip
+NAME_PRIOR: Final = 0.3
+"""Added to a file's prior when a literal query is part of its name."""
+
+
+def file_prior(path: str, needle: str | None) -> float:
+    """How likely a file is to hold the hit a caller wants, before reading it (0..1)."""
+    named = needle is not None and len(needle) >= 3 and needle in path.lower().rsplit("/", 1)[-1]
+    return round(max(0.0, min(1.0, path_prior(path) + (NAME_PRIOR if named else 0.0))), 4)
+
+
+def path_prior(path: str) -> float:
+    """The part of a file's prior its path alone decides: shallow, outside tests and vendor."""
+    segments = path.lower().split("/")
+    prior = 0.5 + 0.2 * (1 - min(len(segments) - 1, 8) / 8)
+    if _LOW_PRIORITY_DIRS.intersection(segments[:-1]):
+        prior -= 0.3
+    return prior
