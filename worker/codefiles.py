@@ -85,17 +85,17 @@ class CodeFiles:
             return base
         blob = pinned.repo[entry.id]
         assert isinstance(blob, pygit2.Blob)
-        attribution = licensed.of(entry.path, blob)
+        data = blob.data
+        attribution = licensed.of(entry.path, entry.id, data)
         common = {
             "size": blob.size,
             "license": attribution.license,
             "license_source": attribution.source,
         }
         if entry.kind == "symlink":
-            return _replace(base, **common, **_link(tree, entry, blob.data))
+            return _replace(base, **common, **_link(tree, entry, data))
         if blob.size > self.config.server.max_blob_bytes:
             return _replace(base, **common, too_large=True)
-        data = blob.data
         if is_binary(data):
             return _replace(base, **common, binary=True)
         return _replace(base, **common, **self._excerpt(pinned, entry, data, wanted))

@@ -2,6 +2,8 @@
 
 Every policy and license decision is taken before the answer is assembled, so a failing
 request raises exactly one failure and yields no artifacts (seed 001: no partial results).
+One pass: the scope is resolved once, the query analysed once for every repository, each
+blob read once and each file's license resolved once.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from worker.errors import (
 from worker.excerpts import Excerpt, cut_excerpt, decode_text, merge_spans
 from worker.licenses import LicenseCache, LicenseInfo, LicensePolicy, LicenseResolver
 from worker.search import IndexStore, SearchHit, informative_terms, text_terms
+from worker.search.ranking import query_weights
 from worker.swhid import content_swhid, origin_url
 
 NO_LICENSE = "NOASSERTION"
@@ -60,6 +63,38 @@ class _Candidate:
     repo: PinnedRepo
     hit: SearchHit
     license: LicenseInfo | None
+    data: bytes
+    """The file's content, read once for its license and its excerpt."""
+
+
+class _RepoReads:
+    """What one request reads of one pinned repository: each blob once, each license once."""
+
+    def __init__(self, repo: PinnedRepo, cache: LicenseCache) -> None:
+        self.repo = repo
+        self.tree = _tree(repo.repo, repo.commit)
+        self.resolver = LicenseResolver(repo.repo, cache=cache, identified=repo.licenses)
+        self._licenses: dict[str, LicenseInfo | None] = {}
+        self._data: dict[str, bytes] = {}
+
+    def root_license(self) -> LicenseInfo | None:
+        """The license the repository's root declares."""
+        return self.resolver.for_root(self.tree)
+
+    def license(self, path: str, blob_id: str) -> LicenseInfo | None:
+        """The license of the file at `path` (blob `blob_id`), reading the file if need be."""
+        if path not in self._licenses:
+            data = self._data[path] = _blob(self.repo.repo, blob_id)
+            self._licenses[path] = self.resolver.for_file(self.tree, path, blob_id, data)
+        return self._licenses[path]
+
+    def data(self, path: str) -> bytes:
+        """The content of a file whose license was asked and that was not forgotten."""
+        return self._data[path]
+
+    def forget(self, path: str) -> None:
+        """Drop the content of a file that will not be excerpted (its license is kept)."""
+        self._data.pop(path, None)
 
 
 @dataclass(slots=True)
@@ -94,16 +129,18 @@ class ResearchService:
             self.catalog.resolve(name, self._revision_for(request, name))
             for name in self.scope(request, plan.limits)
         ]
-        roots = self._root_licenses(repos, required=plan.require_license)
+        reads = {r.name: _RepoReads(r, self.license_cache) for r in repos}
+        roots = self._root_licenses(reads, required=plan.require_license)
         plan.check_deadline()
 
         extensions = request.file_constraints.allowed_extensions
         wanted = frozenset(e.lower() for e in extensions) if extensions is not None else None
+        weights = query_weights(request.query)
         candidates: list[_Candidate] = []
         for repo in repos:
             index = self.indexes.open(repo.name, repo.repo, repo.commit, deadline=deadline)
             candidates += self._candidates(
-                repo, index.ranked(request.query, extensions=wanted), plan
+                reads[repo.name], index.ranked(weights, extensions=wanted), plan
             )
         chosen = sorted(
             candidates, key=lambda c: (-c.hit.score, c.repo.name, c.hit.path, c.hit.start_line)
@@ -229,14 +266,9 @@ class ResearchService:
         return None
 
     def _root_licenses(
-        self, repos: Sequence[PinnedRepo], *, required: bool
+        self, reads: dict[str, _RepoReads], *, required: bool
     ) -> dict[str, LicenseInfo | None]:
-        roots = {
-            r.name: LicenseResolver(
-                r.repo, cache=self.license_cache, identified=r.licenses
-            ).for_root(_tree(r.repo, r.commit))
-            for r in repos
-        }
+        roots = {name: r.root_license() for name, r in reads.items()}
         missing = sorted(name for name, info in roots.items() if info is None)
         if required and missing:
             raise LicenseUnavailable(
@@ -247,23 +279,25 @@ class ResearchService:
         return roots
 
     def _candidates(
-        self, repo: PinnedRepo, ranked: Iterator[SearchHit], plan: _Plan
+        self, reads: _RepoReads, ranked: Iterator[SearchHit], plan: _Plan
     ) -> list[_Candidate]:
         """The repository's best hits that pass the license policy, at most its share."""
-        resolver = LicenseResolver(repo.repo, cache=self.license_cache, identified=repo.licenses)
-        tree = _tree(repo.repo, repo.commit)
         wanted = min(plan.limits.max_excerpts_per_repo, plan.limits.max_total_excerpts)
         found: list[_Candidate] = []
         for hit in ranked:
             plan.check_deadline()
-            info = resolver.for_file(tree, hit.path, _blob(repo.repo, hit.blob))
+            info = reads.license(hit.path, hit.blob)
             if info is None and plan.require_license:
+                reads.forget(hit.path)
                 continue
             spdx = info.spdx if info else NO_LICENSE
             if not plan.policy.admits(spdx):
                 plan.refused_licenses.add(spdx)
+                reads.forget(hit.path)
                 continue
-            found.append(_Candidate(repo=repo, hit=hit, license=info))
+            found.append(
+                _Candidate(repo=reads.repo, hit=hit, license=info, data=reads.data(hit.path))
+            )
             if len(found) >= wanted:
                 break
         return found
@@ -278,7 +312,7 @@ class ResearchService:
         for candidates in by_file.values():
             plan.check_deadline()
             first = candidates[0]
-            text = decode_text(_blob(first.repo.repo, first.hit.blob).data)
+            text = decode_text(first.data)
             if text is None:
                 continue
             for start, end in merge_spans((c.hit.start_line, c.hit.end_line) for c in candidates):
@@ -320,11 +354,11 @@ def _artifact(candidate: _Candidate, excerpt: Excerpt, encoding: str) -> Researc
     )
 
 
-def _blob(repo: pygit2.Repository, blob_id: str) -> pygit2.Blob:
-    blob = repo[blob_id]
-    if not isinstance(blob, pygit2.Blob):
+def _blob(repo: pygit2.Repository, blob_id: str) -> bytes:
+    kind, data = repo.odb.read(blob_id)
+    if kind != pygit2.enums.ObjectType.BLOB:
         raise InternalError("the index names an object that is not a blob", blob=blob_id)
-    return blob
+    return bytes(data)
 
 
 def _tree(repo: pygit2.Repository, commit: str) -> pygit2.Tree:

@@ -76,6 +76,6 @@ class LicensedFiles:
                 repos=[pinned.name],
             )
 
-    def of(self, path: str, blob: pygit2.Blob) -> Attribution:
-        """The license of the file at `path` whose content is `blob`."""
-        return Attribution.of(self._resolver.for_file(self._tree, path, blob))
+    def of(self, path: str, blob_id: str, data: bytes) -> Attribution:
+        """The license of the file at `path`: blob `blob_id`, whose content is `data`."""
+        return Attribution.of(self._resolver.for_file(self._tree, path, blob_id, data))

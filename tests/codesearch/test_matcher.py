@@ -75,10 +75,14 @@ def test_case_can_be_ignored() -> None:
 
 
 def test_whole_words() -> None:
-    """A whole-word match has no identifier character on either side."""
+    """A whole-word match does not continue a word at an edge that is a word character."""
     assert is_whole_word(b"(route)", 1, 6)
     assert not is_whole_word(b"routes", 0, 5)
     assert not is_whole_word(b"_route", 1, 6)
+    assert is_whole_word(b"p = kmalloc(size)", 4, 12)
+    assert not is_whole_word(b"p = xkmalloc(size)", 5, 13)
+    assert is_whole_word(b"a->b", 1, 3)
+    assert not is_whole_word(b"", 0, 0)
     assert not is_whole_word(b"abc", 1, 1)
 
 

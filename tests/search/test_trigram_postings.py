@@ -61,12 +61,12 @@ def test_a_segment_answers_which_blobs_hold_a_trigram(tmp_path: Path) -> None:
     in_memory = Segment(seg_id, tables)
     mapped = Segment.open(write_segment(tmp_path, seg_id, tables))
     for segment in (in_memory, mapped):
-        assert segment.text_trigrams(code(b"han")).tolist() == [0, 2]
-        assert segment.text_trigrams(code(b"def")).tolist() == [0]
-        assert segment.text_trigrams(code(b"bin")).tolist() == []
-        assert segment.text_trigrams(code(b"zzz")).tolist() == []
-        assert segment.definition_trigrams(code(b"han")).tolist() == [0]
-        assert segment.definition_trigrams(code(b"ret")).tolist() == []
+        assert segment.text_trigrams(trigrams_of(b"han"))[0].tolist() == [0, 2]
+        assert segment.text_trigrams(trigrams_of(b"def"))[0].tolist() == [0]
+        assert segment.text_trigrams(trigrams_of(b"bin"))[0].tolist() == []
+        assert segment.text_trigrams(trigrams_of(b"zzz"))[0].tolist() == []
+        assert segment.definition_trigrams(trigrams_of(b"han"))[0].tolist() == [0]
+        assert segment.definition_trigrams(trigrams_of(b"ret"))[0].tolist() == []
     _, stored = read_segment_tables(tmp_path / seg_id)
     assert np.array_equal(
         stored.trigram_postings.column("blob").to_numpy(),

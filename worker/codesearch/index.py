@@ -106,8 +106,7 @@ class TrigramView:
 def evaluate(segment: Segment, lists: TrigramLists, query: TrigramQuery) -> Ordinals:
     """The rows of `segment`'s blobs whose trigrams (in `lists`) satisfy `query`."""
     if isinstance(query, Literal):
-        found = sorted((lists(int(code)) for code in trigrams_of(query.text)), key=len)
-        return _intersect(found)
+        return _intersect(sorted(lists(trigrams_of(query.text)), key=len))
     if isinstance(query, AllOf):
         if not query.parts:
             return np.flatnonzero(segment.blob_indexed).astype(np.uint32)

@@ -96,12 +96,16 @@ def compile_query(query: str, *, regex: bool, ignore_case: bool, max_mem: int) -
 
 
 def is_whole_word(data: bytes, start: int, end: int) -> bool:
-    """Whether data[start:end] is non-empty and has no word character on either side."""
+    """Whether data[start:end] is non-empty and starts and ends on word boundaries.
+
+    As RE2's `\\b` would have it: an edge that is a word character must not continue a word
+    (`kmalloc(` is whole in `kmalloc(size)`, not in `xkmalloc(size)`).
+    """
     if end <= start:
         return False
-    before = data[start - 1] if start > 0 else None
-    after = data[end] if end < len(data) else None
-    return before not in _WORD and after not in _WORD
+    if data[start] in _WORD and start > 0 and data[start - 1] in _WORD:
+        return False
+    return not (data[end - 1] in _WORD and end < len(data) and data[end] in _WORD)
 
 
 def compile_path_filter(glob: str, *, field: str = "path") -> Callable[[str], bool]:

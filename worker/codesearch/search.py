@@ -46,7 +46,7 @@ from worker.excerpts import decode_text, is_binary
 from worker.licenses import LicenseCache
 from worker.search import CommitIndex, IndexStore
 from worker.search.trigram_postings import DEFINITION_LINE
-from worker.tooling import LicensedFiles, pin, within_ceiling
+from worker.tooling import Attribution, LicensedFiles, pin, within_ceiling
 
 _SOURCE_NAMES: Final = {"stored": "trigram", "on-demand": "on-demand"}
 QUALITY_WEIGHT: Final = 0.6
@@ -71,11 +71,13 @@ class SearchAnswer:
 
 @dataclass(frozen=True, slots=True)
 class Found:
-    """A matching line before its text is cut: its score, manifest row and offsets."""
+    """A matching line before its text is cut: its score, path row, offsets and file content."""
 
     score: float
     row: int
     line: LineMatch
+    data: bytes = b""
+    """The file's content as verified (shared by its hits), so it is read once."""
 
     def key(self, paths: tuple[str, ...]) -> tuple[float, str, int]:
         """The rank order: score descending, then path, then line number."""
@@ -205,25 +207,24 @@ class CodeSearch:
     ) -> tuple[CodeSearchHit, ...]:
         limits = self.config.tools
         hits = []
-        files: dict[int, tuple[pygit2.Blob, list[str], str]] = {}
+        files: dict[int, tuple[str, list[str], str, Attribution]] = {}
         for item in found:
-            if item.row not in files:
-                blob = pinned.repo[pygit2.Oid(raw=index.oid(item.row))]
-                assert isinstance(blob, pygit2.Blob)
-                text = decode_text(blob.data)
-                assert text is not None  # binary blobs are never scanned
-                files[item.row] = (blob, list(text.lines), text.encoding)
-            blob, lines, encoding = files[item.row]
             path = index.paths[item.row]
-            attribution = licensed.of(path, blob)
+            if item.row not in files:
+                text = decode_text(item.data)
+                assert text is not None  # binary blobs are never scanned
+                blob_id = index.oid(item.row).hex()
+                attribution = licensed.of(path, blob_id, item.data)
+                files[item.row] = (blob_id, list(text.lines), text.encoding, attribution)
+            blob_id, lines, encoding, attribution = files[item.row]
             hits.append(
                 _hit(
                     path=path,
-                    data=blob.data,
+                    data=item.data,
                     lines=lines,
                     encoding=encoding,
                     found=item,
-                    blob=str(blob.id),
+                    blob=blob_id,
                     license=attribution.license,
                     license_source=attribution.source,
                     context_lines=context_lines,
@@ -304,7 +305,7 @@ class Scan:
             if DEFINITION_LINE.match(data, line.line_start, line.line_end):
                 quality += 0.2
             score = round(QUALITY_WEIGHT * quality + PRIOR_WEIGHT * prior, 4)
-            self.top.add(Found(score=score, row=row, line=line))
+            self.top.add(Found(score=score, row=row, line=line, data=data))
 
 
 def _path_selector(request: CodeSearchRequest) -> _Selector:

@@ -111,13 +111,14 @@ class LicenseResolver:
         self._identified: Mapping[str, str | None] = identified or {}
 
     def for_file(
-        self, commit_tree: pygit2.Tree, path: str, blob: pygit2.Blob
+        self, commit_tree: pygit2.Tree, path: str, blob_id: str, data: bytes
     ) -> LicenseInfo | None:
-        """Return the license of the file `blob` at `path` in `commit_tree`, or None.
+        """Return the license of the file at `path` in `commit_tree`, or None.
 
+        `data` is the file's content (blob `blob_id`), as the caller has already read it.
         Raises `NotFound` when a directory on `path` is not a directory of `commit_tree`.
         """
-        header = self._header(blob)
+        header = self._header(blob_id, data)
         if header is not None:
             return LicenseInfo(spdx=header, source=SPDX_HEADER_SOURCE)
         directory = path.strip("/").rpartition("/")[0]
@@ -146,15 +147,12 @@ class LicenseResolver:
                     found[blob_id] = self._identify_blob(blob_id)
         return found
 
-    def _header(self, blob: pygit2.Blob) -> str | None:
-        key = str(blob.id)
-        cached = self._cache.headers.get(key, _MISSING)
+    def _header(self, blob_id: str, data: bytes) -> str | None:
+        cached = self._cache.headers.get(blob_id, _MISSING)
         if not isinstance(cached, _Missing):
             return cached
-        with _GIT_READS:
-            head = blob.data[:HEADER_SCAN_BYTES]
-        header = spdx_header(head)
-        self._cache.headers.put(key, header)
+        header = spdx_header(data[:HEADER_SCAN_BYTES])
+        self._cache.headers.put(blob_id, header)
         return header
 
     def _nearest(self, commit_tree: pygit2.Tree, directory: str) -> LicenseInfo | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Final
@@ -22,16 +22,13 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from worker.search.commit_view import CommitTables, PathIndex
-from worker.search.segment import Segment, file_rss_kib, release_mapped_pages
+from worker.search.segment import Segment
 from worker.search.tokens import raw_tokens, token_terms
 
 _TEST_PATH: Final = re.compile(
     r"(^|/)(tests?|testing|__tests__|spec)/|(^|/)test_[^/]*$|_tests?\.[^/]*$|(^|/)conftest\.py$"
 )
 _DOC_PATH: Final = re.compile(r"\.(md|rst|txt|adoc)$|(^|/)(docs?|Documentation)/", re.IGNORECASE)
-
-RSS_FILE_BUDGET_KIB: Final = 128 * 1024
-"""Above this RssFile, mapped index pages are dropped from the resident set (see segment)."""
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -210,7 +207,7 @@ class CommitIndex:
         return mask
 
     def _selected_terms(
-        self, weights: dict[str, float]
+        self, weights: Mapping[str, float]
     ) -> list[tuple[str, float, list[tuple[int, int, int]]]]:
         """The query terms worth scoring: (term, query weight, [(segment, start, count)])."""
         found = []
@@ -278,16 +275,16 @@ class CommitIndex:
         return score
 
     def ranked(
-        self, query: str, *, extensions: frozenset[str] | None = None
+        self, query: str | Mapping[str, float], *, extensions: frozenset[str] | None = None
     ) -> Iterator[SearchHit]:
         """Chunks in descending relevance (deterministic tie order), diverse across files.
 
-        Lazy: the caller can filter (licenses, per-repo caps) and stop early.
+        `query` is the text, or its `query_weights` when the caller analysed it once for the
+        indexes of several repositories. Lazy: the caller can filter (licenses, per-repo
+        caps) and stop early.
         """
-        # Every query: one read of /proc/self/status costs tens of microseconds.
-        if file_rss_kib() > RSS_FILE_BUDGET_KIB:
-            release_mapped_pages()
-        selected = self._selected_terms(query_weights(query, self.params))
+        weights = query_weights(query, self.params) if isinstance(query, str) else query
+        selected = self._selected_terms(weights)
         if not selected or not self.n_paths:
             return iter(())
         chunk_score = self._chunk_scores(selected)

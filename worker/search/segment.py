@@ -111,18 +111,6 @@ def release_mapped_pages() -> int:
     return len(mappings)
 
 
-def file_rss_kib() -> int:
-    """RssFile of this process in KiB (0 when /proc is not there)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("RssFile:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
 def atomic_publish(tmp_dir: Path, final_dir: Path) -> None:
     """Rename a fully written directory into place; if another writer won, keep theirs."""
     try:
@@ -256,13 +244,17 @@ class TrigramLists:
         self.count = column(trigrams, "count")
         self.blobs = column(postings, "blob")
 
-    def __call__(self, code: int) -> npt.NDArray[np.uint32]:
-        """The ascending rows of the blobs whose folded text holds the trigram `code`."""
-        at = int(np.searchsorted(self.trigram, code))
-        if at >= len(self.trigram) or int(self.trigram[at]) != code:
-            return self.blobs[:0]
-        start = int(self.start[at])
-        return self.blobs[start : start + int(self.count[at])]
+    def __call__(self, codes: npt.NDArray[np.uint32]) -> list[npt.NDArray[np.uint32]]:
+        """For each trigram code, the ascending rows of the blobs whose folded text holds it."""
+        if len(self.trigram) == 0:
+            return [self.blobs[:0] for _ in range(len(codes))]
+        at = np.minimum(np.searchsorted(self.trigram, codes), len(self.trigram) - 1)
+        present = (self.trigram[at] == codes).tolist()
+        starts, counts = self.start[at].tolist(), self.count[at].tolist()
+        return [
+            self.blobs[s : s + n] if ok else self.blobs[:0]
+            for ok, s, n in zip(present, starts, counts, strict=True)
+        ]
 
 
 class Segment:

@@ -12,6 +12,7 @@ import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
+from typing import Final
 
 import pygit2
 import structlog
@@ -20,9 +21,15 @@ from worker.errors import Timeout
 from worker.search.build import build_in_memory, newest_segments, repo_index_dir
 from worker.search.commit_view import read_commit_tables, read_manifest
 from worker.search.ranking import CommitIndex
-from worker.search.segment import Segment, UnknownFormat
+from worker.search.segment import Segment, UnknownFormat, release_mapped_pages
 
 log = structlog.get_logger(__name__)
+
+RELEASE_PAGES_EVERY: Final = 256
+"""Opens between two drops of the mapped index pages a worker's queries touched.
+
+The pages stay in the page cache, shared by every worker; dropping them from this process's
+resident set bounds it by what a few hundred queries touch, not by the index's size."""
 
 
 class IndexStore:
@@ -46,6 +53,7 @@ class IndexStore:
         self.on_demand_builds = 0
         """How many indexes this store built itself (for tests and metrics)."""
         self.blobs_analysed = 0
+        self._opens = 0
 
     def cached(self) -> list[tuple[str, str]]:
         """The (repo_id, commit) pairs held open, least recently used first."""
@@ -61,6 +69,9 @@ class IndexStore:
         """
         key = (repo_id, commit)
         with self._lock:
+            self._opens += 1
+            if self._opens % RELEASE_PAGES_EVERY == 0:
+                release_mapped_pages()
             found = self._lru.get(key)
             if found is not None:
                 self._lru.move_to_end(key)

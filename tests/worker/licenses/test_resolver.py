@@ -21,7 +21,7 @@ def file_license(repo: pygit2.Repository, tree: pygit2.Tree, path: str) -> Licen
     """Resolve the license of the file at `path` with a fresh resolver."""
     blob = tree / path
     assert isinstance(blob, pygit2.Blob)
-    return LicenseResolver(repo).for_file(tree, path, blob)
+    return LicenseResolver(repo).for_file(tree, path, str(blob.id), blob.data)
 
 
 @pytest.mark.parametrize(
@@ -215,10 +215,10 @@ def test_path_outside_the_tree(snapshot: SnapshotFactory) -> None:
     blob = tree / "a/b.py"
     assert isinstance(blob, pygit2.Blob)
     with pytest.raises(NotFound) as raised:
-        LicenseResolver(repo).for_file(tree, "a/missing/b.py", blob)
+        LicenseResolver(repo).for_file(tree, "a/missing/b.py", str(blob.id), blob.data)
     assert raised.value.details == {"path": "a/missing"}
     with pytest.raises(NotFound):
-        LicenseResolver(repo).for_file(tree, "a/b.py/c.py", blob)
+        LicenseResolver(repo).for_file(tree, "a/b.py/c.py", str(blob.id), blob.data)
 
 
 def test_lookup_reads_only_ancestor_directories(snapshot: SnapshotFactory) -> None:
@@ -229,7 +229,7 @@ def test_lookup_reads_only_ancestor_directories(snapshot: SnapshotFactory) -> No
     cache = LicenseCache()
     blob = tree / "a/b/c.py"
     assert isinstance(blob, pygit2.Blob)
-    LicenseResolver(repo, cache=cache).for_file(tree, "a/b/c.py", blob)
+    LicenseResolver(repo, cache=cache).for_file(tree, "a/b/c.py", str(blob.id), blob.data)
     assert len(cache.directories) == 3
     for directory in ("a/b", "a"):
         assert cache.directories.get(str((tree / directory).id), "absent") is None
@@ -256,7 +256,7 @@ def test_header_is_cached_by_blob(snapshot: SnapshotFactory) -> None:
     for path in ("a.py", "b/a.py", "c.py"):
         blob = tree / path
         assert isinstance(blob, pygit2.Blob)
-        resolver.for_file(tree, path, blob)
+        resolver.for_file(tree, path, str(blob.id), blob.data)
     assert len(cache.headers) == 2
 
 
@@ -276,7 +276,7 @@ def test_concurrent_lookups_agree_with_sequential(snapshot: SnapshotFactory) -> 
     def resolve(resolver: LicenseResolver, path: str) -> LicenseInfo | None:
         blob = tree / path
         assert isinstance(blob, pygit2.Blob)
-        return resolver.for_file(tree, path, blob)
+        return resolver.for_file(tree, path, str(blob.id), blob.data)
 
     expected = [resolve(sequential, path) for path in paths]
     assert {info.source if info else None for info in expected} == {
