@@ -5,12 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from worker.search import trigram_postings
 from worker.search.analysis import BlobSource, SegmentBuilder
 from worker.search.segment import Segment, read_segment_tables, segment_id, write_segment
-from worker.search.trigram_postings import TrigramCollector, fold, trigram_text, trigrams_of
+from worker.search.trigram_postings import (
+    DEFINITION_LINE,
+    TrigramCollector,
+    TrigramTables,
+    definition_lines,
+    fold,
+    trigram_text,
+    trigrams_of,
+)
 
 
 def code(text: bytes) -> int:
@@ -26,25 +36,87 @@ def test_trigrams_are_folded_and_distinct() -> None:
     assert trigram_text(code(b"abc")) == "abc"
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.binary(min_size=0, max_size=60), min_size=1, max_size=8))
-def test_postings_list_exactly_the_blobs_holding_each_trigram(texts: list[bytes]) -> None:
-    """Each trigram's list is every blob whose folded text holds it, ascending, no repeats."""
-    collector = TrigramCollector()
-    collector.add(texts[:3], list(range(min(3, len(texts)))))
-    collector.add(texts[3:], list(range(3, len(texts))))
-    tables = collector.tables()
+def lists_of(tables: TrigramTables) -> dict[int, list[int]]:
     trigrams = tables.trigrams.column("trigram").to_numpy()
     start = tables.trigrams.column("start").to_numpy()
     count = tables.trigrams.column("count").to_numpy()
     blobs = tables.postings.column("blob").to_numpy()
+    assert trigrams.tolist() == sorted(trigrams.tolist())
+    return {
+        t: blobs[s : s + n].tolist()
+        for t, s, n in zip(trigrams.tolist(), start.tolist(), count.tolist(), strict=True)
+    }
+
+
+def expected_lists(texts: list[bytes], *, definitions: bool) -> dict[int, list[int]]:
     expected: dict[int, list[int]] = {}
     for i, text in enumerate(texts):
-        for c in trigrams_of(fold(text)).tolist():
-            expected.setdefault(c, []).append(i)
-    assert trigrams.tolist() == sorted(expected)
-    for t, s, n in zip(trigrams.tolist(), start.tolist(), count.tolist(), strict=True):
-        assert blobs[s : s + n].tolist() == expected[t]
+        parts = definition_lines(text) if definitions else [text]
+        found = set()
+        for part in parts:
+            found.update(trigrams_of(fold(part)).tolist())
+        for code in sorted(found):
+            expected.setdefault(code, []).append(i)
+    return expected
+
+
+WORDS = [
+    b"def", b"class", b"fn", b"function", b"func", b"struct", b"#", b"define", b"#define",
+    b"pub", b"public", b"static", b"export", b"final", b"finally", b"type_of", b"impl",
+    b"Class", b"x", b"_", b"(", b" ", b"  ", b"\t", b"\r", b"\v", b"\n", b"\n", b"\xe2\x84\xaa",
+    b"\xc5\xbf", b"K", b"\x00",
+]  # fmt: skip
+texts_strategy = st.lists(
+    st.one_of(
+        st.lists(st.sampled_from(WORDS), max_size=12).map(b"".join),
+        st.binary(max_size=40),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts_strategy)
+def test_postings_list_exactly_the_blobs_holding_each_trigram(texts: list[bytes]) -> None:
+    """Each trigram's lists are every blob whose folded text, and whose definition lines,
+    hold it: ascending, no repeats, whatever the batches."""
+    collector = TrigramCollector()
+    collector.add(texts[:3], list(range(min(3, len(texts)))))
+    collector.add(texts[3:], list(range(3, len(texts))))
+    text, definitions = collector.tables()
+    assert lists_of(text) == expected_lists(texts, definitions=False)
+    assert lists_of(definitions) == expected_lists(texts, definitions=True)
+
+
+def test_many_pairs_are_counted_into_the_same_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A segment with many pairs, counted per trigram, gets the lists sorting would give."""
+    texts = [bytes(range(i, 256)) * 3 + b"def x%d():" % i for i in range(40)]
+    sorted_way = TrigramCollector()
+    sorted_way.add(texts, list(range(len(texts))))
+    monkeypatch.setattr(trigram_postings, "SMALL_PAIRS", 0)
+    counted_way = TrigramCollector()
+    counted_way.add(texts, list(range(len(texts))))
+    for a, b in zip(sorted_way.tables(), counted_way.tables(), strict=True):
+        assert lists_of(a) == lists_of(b)
+
+
+def test_definition_lines_are_found_in_any_language() -> None:
+    """Keywords after modifiers on a word boundary, or #define, start a definition line."""
+    found = [
+        b"def handle(self):",
+        b"  pub fn main() {",
+        b"export async function App() {",
+        b"public static class Router {",
+        b"#  define MAX 3",
+        b"struct foo_ops {",
+    ]
+    missed = [b"int main(void)", b"classify(x)", b"finally:", b"type_of(x)", b"Class X", b"#x"]
+    for line in found:
+        assert DEFINITION_LINE.match(line), line
+    for line in missed:
+        assert not DEFINITION_LINE.match(line), line
+    assert definition_lines(b"\n".join(found + missed)) == found
 
 
 def test_a_segment_answers_which_blobs_hold_a_trigram(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from worker.search.chunking import ChunkBatch, chunk_batch
 from worker.search.languages import language_of
 from worker.search.memory import hand_back_freed_memory
 from worker.search.postings import postings as term_postings
-from worker.search.trigram_postings import TrigramCollector, definition_lines
+from worker.search.trigram_postings import TrigramCollector
 from worker.search.vocabulary import TermRows
 
 BINARY_SNIFF_BYTES: Final = 8000
@@ -95,7 +95,6 @@ class SegmentBuilder:
         self._check_deadline = check_deadline
         self._terms = TermRows(2)
         self._trigrams = TrigramCollector()
-        self._definition_trigrams = TrigramCollector()
         self._blob_oids: list[bytes] = []
         self._blob_language: list[str | None] = []
         self._blob_lines: list[int] = []
@@ -170,7 +169,6 @@ class SegmentBuilder:
             trigrams = time.perf_counter()
             self.phase_seconds["tokens"] += trigrams - tokenised
             self._trigrams.add(datas, blob_index)
-            self._definition_trigrams.add([definition_lines(d) for d in datas], blob_index)
             self.phase_seconds["trigrams"] += time.perf_counter() - trigrams
         self.analyse_seconds += time.perf_counter() - started
 
@@ -271,8 +269,7 @@ class SegmentBuilder:
             {"chunk": postings.chunk, "tf_body": postings.tf_body, "tf_sym": postings.tf_sym}
         )
         inverted = time.perf_counter()
-        trigrams = self._trigrams.tables()
-        definitions = self._definition_trigrams.tables()
+        trigrams, definitions = self._trigrams.tables()
         self.phase_seconds["postings"] += time.perf_counter() - inverted
         return SegmentTables(
             blobs,
