@@ -37,7 +37,6 @@ from worker.embedded_nats import EmbeddedNats
 from worker.mirror import Mirror
 from worker.search import (
     build_commit_index,
-    expect_build,
     informative_terms,
     start_build_workers,
     wait_for_build_workers,
@@ -227,18 +226,14 @@ def _runs_after(first_seconds: float) -> int:
 def rebuild_cold(
     cache: Path, name: str, repo: pygit2.Repository, commit: str, workers: int
 ) -> float:
-    """Delete the repository's research index and time building it again from nothing.
+    """Delete the repository's index and time building it again from nothing.
 
-    Several workers are started ahead, up and done warming their heap before the clock
-    starts, as the mirror starts them during its fetch: the heap the mirror's fetch of the
-    repository would have had them warm (its packs' bytes).
+    Several workers are started ahead, up and warm before the clock starts, as the mirror
+    starts them during its fetch.
     """
     shutil.rmtree(repo_index_dir(cache, name))
     if workers > 1:
         start_build_workers(workers)
-        expect_build(
-            sum(pack.stat().st_size for pack in Path(repo.path).glob("objects/pack/*.pack"))
-        )
         wait_for_build_workers()
     started = time.monotonic()
     build_commit_index(cache, name, repo, commit, workers=workers)

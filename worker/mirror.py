@@ -17,7 +17,6 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Final
 
 import msgspec
 import pygit2
@@ -46,8 +45,6 @@ log = structlog.get_logger(__name__)
 FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
 
 ProgressCallback = Callable[[str, str], None]
-RECEIVED_STEP_BYTES: Final = 1 << 20
-"""How often a fetch passes on the bytes it has received so far."""
 """Receives (repo name, a one-line progress message)."""
 
 
@@ -77,30 +74,15 @@ class _IndexTimings:
 
 
 class _Progress(pygit2.RemoteCallbacks):
-    """Reports transfer progress at most every half second, and the bytes received so far to
-    `received` (for the build workers to warm, see `worker.search.expect_build`) at most
-    every RECEIVED_STEP_BYTES."""
+    """Reports transfer progress at most every half second."""
 
-    def __init__(
-        self,
-        name: str,
-        report: ProgressCallback | None,
-        received: Callable[[int], object] | None = None,
-    ) -> None:
+    def __init__(self, name: str, report: ProgressCallback | None) -> None:
         super().__init__()
         self._name = name
         self._report = report
-        self._received = received
         self._last = 0.0
-        self._last_received = 0
 
     def transfer_progress(self, stats: pygit2.remotes.TransferProgress) -> None:
-        if (
-            self._received is not None
-            and stats.received_bytes >= self._last_received + RECEIVED_STEP_BYTES
-        ):
-            self._last_received = stats.received_bytes
-            self._received(stats.received_bytes)
         now = time.monotonic()
         done = (
             stats.received_objects == stats.total_objects
@@ -165,18 +147,16 @@ class Mirror:
         """Clone or fetch one repository, index its head, then publish its state."""
         started = time.monotonic()
         with self.layout.sync_lock(entry.name):
-            warm_for: Callable[[int], object] | None = None
             if self._index_workers() > 1:
-                from worker.search import expect_build, start_build_workers
+                from worker.search import start_build_workers
 
                 start_build_workers(self._index_workers())
-                warm_for = expect_build
             previous = self.layout.read_state(entry.name)
             repo_dir = self.layout.repo_dir(entry.name)
             if repo_dir.is_dir():
-                repo, received = self._fetch(entry, pygit2.Repository(str(repo_dir)), warm_for)
+                repo, received = self._fetch(entry, pygit2.Repository(str(repo_dir)))
             else:
-                repo, received = self._clone(entry, repo_dir, warm_for)
+                repo, received = self._clone(entry, repo_dir)
             default_ref = self._default_ref(entry, repo)
             head = str(repo.references[default_ref].peel(pygit2.Commit).id)
             timings = self._index(entry, repo, head)
@@ -245,9 +225,7 @@ class Mirror:
         self.layout.write_licenses(name, IdentifiedLicenses(commit=head, texts=texts))
         return resolver.for_root(tree)
 
-    def _clone(
-        self, entry: RepoEntry, repo_dir: Path, received: Callable[[int], object] | None
-    ) -> tuple[pygit2.Repository, int]:
+    def _clone(self, entry: RepoEntry, repo_dir: Path) -> tuple[pygit2.Repository, int]:
         repo_dir.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(
             tempfile.mkdtemp(dir=repo_dir.parent, prefix=f".{repo_dir.name}.", suffix=".tmp")
@@ -257,29 +235,24 @@ class Mirror:
             repo.remotes.create("origin", entry.url, fetch=FETCH_REFSPECS[0])
             for refspec in FETCH_REFSPECS[1:]:
                 repo.remotes.add_fetch("origin", refspec)
-            objects = self._fetch_remote(entry, repo, received)
+            objects = self._fetch_remote(entry, repo)
             staging.rename(repo_dir)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         return pygit2.Repository(str(repo_dir)), objects
 
-    def _fetch(
-        self, entry: RepoEntry, repo: pygit2.Repository, received: Callable[[int], object] | None
-    ) -> tuple[pygit2.Repository, int]:
+    def _fetch(self, entry: RepoEntry, repo: pygit2.Repository) -> tuple[pygit2.Repository, int]:
         if repo.remotes["origin"].url != entry.url:
             repo.remotes.set_url("origin", entry.url)
-        return repo, self._fetch_remote(entry, repo, received)
+        return repo, self._fetch_remote(entry, repo)
 
-    def _fetch_remote(
-        self, entry: RepoEntry, repo: pygit2.Repository, received: Callable[[int], object] | None
-    ) -> int:
-        """Fetch from the entry's remote; the number of objects received. Bytes received
-        so far go to `received` as they come."""
+    def _fetch_remote(self, entry: RepoEntry, repo: pygit2.Repository) -> int:
+        """Fetch from the entry's remote; the number of objects received."""
         self._report(entry.name, f"fetching {entry.url}")
         try:
             stats = repo.remotes["origin"].fetch(
-                callbacks=_Progress(entry.name, self._progress, received),
+                callbacks=_Progress(entry.name, self._progress),
                 prune=pygit2.enums.FetchPrune.PRUNE,
             )
         except pygit2.GitError as exc:

@@ -1,4 +1,4 @@
-"""The build's worker processes: forked from a warm fork server, started ahead of a build."""
+"""The build's worker processes: forked from a fork server, warm, started ahead of a build."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from tests.search.conftest import RepoFactory, handler_files
 from worker.search import build as build_module
 from worker.search import build_commit_index, build_workers
 from worker.search.build_workers import BuildPool
+from worker.search.languages import PARSED_LANGUAGES, language_of
 from worker.search.segment import Segment
 
 REPO_ID = "acme/widgets"
@@ -68,7 +69,7 @@ def test_workers_started_ahead_serve_the_next_build_once(
     build_workers.start_build_workers(2)
     build_commit_index(tmp_path / "ahead", REPO_ID, factory.repo, commit, workers=2)
     assert len(handed) == 1
-    assert len({started.result(timeout=60).pid for started in handed[0].started}) == 2
+    assert len({started.result(timeout=60) for started in handed[0].started}) == 2
     with pytest.raises(RuntimeError, match="shutdown"):
         handed[0].executor.submit(os.getpid)
     build_commit_index(tmp_path / "later", REPO_ID, factory.repo, commit, workers=2)
@@ -90,7 +91,7 @@ def test_starting_workers_twice_keeps_the_pool_started_first() -> None:
     second = build_workers.build_pool(2)
     try:
         assert other.started == ()
-        assert len({started.result(timeout=60).pid for started in first.started}) == 2
+        assert len({started.result(timeout=60) for started in first.started}) == 2
         assert second.started == ()
     finally:
         for pool in (other, first, second):
@@ -103,68 +104,48 @@ def test_starting_workers_returns_before_they_are_up(monkeypatch: pytest.MonkeyP
     may_start = threading.Event()
     real_new_pool = build_workers._new_pool
 
-    def slow_new_pool(size: int, *, start_now: bool, warm_per_worker: int = 0) -> BuildPool:
+    def slow_new_pool(size: int, *, start_now: bool) -> BuildPool:
         assert may_start.wait(60)
-        return real_new_pool(size, start_now=start_now, warm_per_worker=warm_per_worker)
+        return real_new_pool(size, start_now=start_now)
 
     monkeypatch.setattr(build_workers, "_new_pool", slow_new_pool)
     build_workers.start_build_workers(2)
     may_start.set()
     with _pool_for_build(2) as pool:
-        assert len({started.result(timeout=60).pid for started in pool.started}) == 2
+        assert len({started.result(timeout=60) for started in pool.started}) == 2
 
 
 def test_waiting_for_workers_returns_once_every_one_is_up_and_warm() -> None:
-    """After the wait, the pool started ahead has every worker up and its heap warmed (its
-    share of the pool's); the workers stop warming when the build takes the pool."""
-    build_workers.start_build_workers(2, warm_bytes=48 << 20)
+    """After the wait, every worker of the pool started ahead is up, with every grammar
+    loaded and the trigram pass compiled before its first blob."""
+    build_workers.start_build_workers(2)
     build_workers.wait_for_build_workers()
     ahead = build_workers._ahead.pool
     assert ahead is not None
-    assert ahead.warming.up.value == 2
-    assert ahead.warming.warmed.value == 48 << 20
+    assert all(started.done() for started in ahead.started)
     with _pool_for_build(2) as pool:
-        started = [started.result(timeout=60) for started in pool.started]
-        assert len({s.pid for s in started}) == 2
-        assert [s.warmed_bytes for s in started] == [24 << 20, 24 << 20]
+        assert len({started.result(timeout=60) for started in pool.started}) == 2
+        loaded = [pool.executor.submit(_warm_state).result(timeout=60) for _ in range(2)]
+    assert loaded == [(sorted(PARSED_LANGUAGES), True)] * 2
 
 
-def test_a_pool_told_nothing_warms_nothing() -> None:
-    """Started with no heap to warm and no build expected, the workers come up and warm
-    nothing."""
-    build_workers.start_build_workers(2)
-    build_workers.wait_for_build_workers()
-    with _pool_for_build(2) as pool:
-        assert [started.result(timeout=60).warmed_bytes for started in pool.started] == [0, 0]
+def _warm_state() -> tuple[list[str], bool]:
+    from worker.search import languages, trigram_postings
 
-
-def test_an_expected_build_raises_the_heap_to_warm(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Told of a fetch's bytes, even before the pool is up, the workers warm
-    WARM_BYTES_PER_PACK_BYTE as much between them; more bytes raise it, fewer do not."""
-    monkeypatch.setattr(build_workers, "warm_budget", lambda workers: 1 << 30)
-    pack = 2 << 20
-    build_workers.start_build_workers(2)
-    build_workers.expect_build(pack)
-    build_workers.wait_for_build_workers()
-    build_workers.expect_build(2 * pack)
-    build_workers.expect_build(pack)
-    build_workers.wait_for_build_workers()
-    with _pool_for_build(2) as pool:
-        warmed = [started.result(timeout=60).warmed_bytes for started in pool.started]
-    assert warmed == [build_workers.WARM_BYTES_PER_PACK_BYTE * pack] * 2
+    return sorted(languages._grammars), bool(trigram_postings._pairs.signatures)
 
 
 _START_AND_EXIT = """
 from worker.search import build_workers
-build_workers.start_build_workers(2, warm_bytes=16 << 20)
+build_workers.start_build_workers(2)
 build_workers.wait_for_build_workers()
 print("up")
 """
 
 
 def test_a_program_that_never_builds_exits_with_its_workers_started() -> None:
-    """Workers started ahead and never handed a build stop waiting for more heap to warm,
-    so the program that started them can exit."""
+    """Workers started ahead and never handed a build let the program that started them
+    exit."""
     done = subprocess.run(
         [sys.executable, "-c", _START_AND_EXIT],
         capture_output=True,
@@ -173,56 +154,6 @@ def test_a_program_that_never_builds_exits_with_its_workers_started() -> None:
         check=True,
     )
     assert done.stdout.split() == ["up"]
-
-
-def test_an_expected_build_warms_within_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    """However large the fetch, the workers warm no more than `warm_budget` between them,
-    and the next pool starts from nothing again."""
-    asked: list[int] = []
-    monkeypatch.setattr(
-        build_workers, "warm_budget", lambda workers: asked.append(workers) or 40 << 20
-    )
-    build_workers.start_build_workers(2)
-    build_workers.expect_build(1 << 30)
-    build_workers.wait_for_build_workers()
-    with _pool_for_build(2) as pool:
-        assert [started.result(timeout=60).warmed_bytes for started in pool.started] == [
-            20 << 20
-        ] * 2
-    assert set(asked) == {2}
-    build_workers.start_build_workers(2)
-    build_workers.wait_for_build_workers()
-    with _pool_for_build(2) as pool:
-        assert [started.result(timeout=60).warmed_bytes for started in pool.started] == [0, 0]
-
-
-def test_warm_budget_is_a_share_per_worker_within_half_the_available_memory(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The budget grows with the workers until it reaches half the memory available; with
-    the available memory unknown, it is the per-worker share alone."""
-    per_worker = build_workers.WARM_BYTES_PER_WORKER
-    monkeypatch.setattr(build_workers, "available_memory", lambda: 5 * per_worker)
-    assert build_workers.warm_budget(1) == per_worker
-    assert build_workers.warm_budget(2) == 2 * per_worker
-    assert build_workers.warm_budget(8) == int(2.5 * per_worker)
-    monkeypatch.setattr(build_workers, "available_memory", lambda: None)
-    assert build_workers.warm_budget(8) == 8 * per_worker
-
-
-def test_workers_stop_warming_once_their_pool_is_handed_out() -> None:
-    """A pool handed to a build (or shut down unused) has its workers stop warming their
-    heap: none faults in its whole share."""
-    share = 1 << 30
-    build_workers.start_build_workers(2, warm_bytes=2 * share)
-    with _pool_for_build(2) as pool:
-        assert all(started.result(timeout=60).warmed_bytes < share for started in pool.started)
-    build_workers.start_build_workers(2, warm_bytes=2 * share)
-    build_workers._ahead.wait_for_start()
-    ahead = build_workers._ahead.pool
-    assert ahead is not None
-    build_workers.stop_build_workers()
-    assert all(started.result(timeout=60).warmed_bytes < share for started in ahead.started)
 
 
 def test_waiting_with_no_workers_started_returns_at_once() -> None:
@@ -245,6 +176,15 @@ def test_build_workers_leave_inherited_objects_out_of_collection() -> None:
     with pool.executor:
         frozen = pool.executor.submit(gc.get_freeze_count).result()
     assert frozen > 10_000  # numpy, Arrow and the grammars' objects, preloaded
+
+
+def test_warm_up_has_a_sample_for_every_parsed_language() -> None:
+    """Each parsed language has a sample path, and the path is read as that language."""
+    paths = build_workers._SAMPLE_PATHS
+    assert set(paths) == PARSED_LANGUAGES
+    assert {language: language_of(path) for language, path in paths.items()} == {
+        language: language for language in PARSED_LANGUAGES
+    }
 
 
 @pytest.mark.parametrize("main_name", ["bench.speed", "pytest.__main__", None])

@@ -7,10 +7,8 @@ batch's text is one buffer, a chunk a slice of it. Chunks without a single term 
 
 from __future__ import annotations
 
-import gc
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
@@ -20,7 +18,6 @@ import pyarrow as pa
 
 from worker.search.chunking import ChunkBatch, chunk_batch
 from worker.search.languages import language_of
-from worker.search.memory import hand_back_freed_memory
 from worker.search.postings import postings as term_postings
 from worker.search.trigram_postings import TrigramCollector
 from worker.search.vocabulary import TermRows
@@ -32,22 +29,6 @@ arrays stay in cache (two workers, Linux: 4 MB batches 3% faster than 8 MB, 2 MB
 
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
-
-
-@contextmanager
-def cyclic_gc_paused() -> Iterator[None]:
-    """Hold off the cyclic garbage collector for the duration (restored after).
-
-    Analysis makes reference cycles of nothing it keeps, yet the collector walked the
-    builder's growing lists of names a thousand times per build: 3% of the time.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def is_indexable(data: bytes, max_blob_bytes: int) -> bool:
@@ -122,17 +103,16 @@ class SegmentBuilder:
         """Analyse blobs, in batches of about BATCH_BYTES."""
         batch: list[BlobSource] = []
         size = 0
-        with cyclic_gc_paused():
-            for source in sources:
-                batch.append(source)
-                size += len(source.data)
-                if size >= BATCH_BYTES:
-                    self._add_batch(batch)
-                    batch, size = [], 0
-                    if self._check_deadline is not None:
-                        self._check_deadline(self.n_blobs, total)
-            if batch:
+        for source in sources:
+            batch.append(source)
+            size += len(source.data)
+            if size >= BATCH_BYTES:
                 self._add_batch(batch)
+                batch, size = [], 0
+                if self._check_deadline is not None:
+                    self._check_deadline(self.n_blobs, total)
+        if batch:
+            self._add_batch(batch)
 
     def _add_batch(self, batch: list[BlobSource]) -> None:
         started = time.perf_counter()
@@ -196,21 +176,12 @@ class SegmentBuilder:
 
         Chunks without a single term are dropped here, now that terms are known.
         """
-        with cyclic_gc_paused():
-            return self._tables()
-
-    def _tables(self) -> SegmentTables:
         finishing = time.perf_counter()
         n = self.n_chunks
         terms = self._terms.analyse(n)
         len_body, len_sym = self._terms.lengths
         keep = (len_body > 0) | (len_sym > 0)
         new_id = np.cumsum(keep) - 1
-        # The packed postings are the largest array of a build, and the heap's free space is
-        # in pieces too small for them (Arrow's pool keeps its own): handed back just before,
-        # those pages serve them. Grown into fresh pages, packing half of Linux took 1.7 s,
-        # not 1.0 s, at a peak of 1.6 GB, not 1.3.
-        hand_back_freed_memory()
         postings = term_postings(
             [self._terms.expanded(0, new_id), self._terms.expanded(1, new_id)],
             len(terms),

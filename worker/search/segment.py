@@ -36,7 +36,6 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from worker.search.analysis import SegmentTables
-from worker.search.memory import flush_and_uncache, hand_back_freed_memory
 
 FORMAT_VERSION: Final = 4
 """Bump on any change a reader of the old format would misread, or that changes what the
@@ -67,6 +66,23 @@ def segment_id(oids: list[bytes]) -> str:
     return digest.hexdigest()[:40]
 
 
+def flush_and_uncache(path: Path) -> None:
+    """Flush a just-written file to disk and drop its pages from the page cache.
+
+    Pages a write leaves in the cache are large folios, and a reader's mapping faults in a
+    whole folio per touch: a query that reads a few bytes of each of a few hundred terms
+    would map tens of megabytes. Read back on demand (readers map with MADV_RANDOM), pages
+    come in one at a time, so a worker's resident set holds what it touched. Also makes the
+    file durable before the rename that publishes it.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 def write_table(path: Path, table: pa.Table, *, flush: bool = True) -> None:
     """Write one table as a single uncompressed record batch (so a reader maps it zero-copy).
 
@@ -91,7 +107,7 @@ def read_table(path: Path) -> pa.Table:
     with path.open("rb") as f:
         mapping = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
     # Reads are scattered (term lookups, postings of a few terms): no read-ahead, so a touch
-    # brings in a page, not a large folio (see `worker.search.memory.flush_and_uncache`).
+    # brings in a page, not a large folio (see `flush_and_uncache`).
     mapping.madvise(mmap.MADV_RANDOM)
     with _mappings_lock:
         _mappings.add(mapping)
@@ -127,10 +143,6 @@ def write_segment(segments_dir: Path, seg_id: str, tables: SegmentTables) -> Pat
     if (final / "segment.json").exists():
         return final
     segments_dir.mkdir(parents=True, exist_ok=True)
-    # The files take as much page cache as they are large: pages a build has just freed
-    # serve it when handed back first; fresh ones cost more (a worker of a two-worker Linux
-    # build wrote its segment in 0.2 to 0.57 s instead of 0.52 to 0.82 s).
-    hand_back_freed_memory()
     tmp = Path(tempfile.mkdtemp(prefix=f".{seg_id}.", dir=segments_dir))
     # Each file goes to disk while the next one is written; all are before the rename.
     with ThreadPoolExecutor(len(COMPONENTS)) as flusher:

@@ -24,7 +24,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import Stemmer
 
-from worker.search.memory import release_freed_memory
 from worker.search.postings import Block
 from worker.search.strings import binary_array, binary_parts, sort_binary
 from worker.search.tokens import MAX_TOKEN_CHARS, MIN_TOKEN_CHARS, STOP_WORDS
@@ -122,7 +121,6 @@ def analyse_tokens(tokens: pa.Array) -> TokenTerms:
     for b0 in range(0, n, ANALYSE_BLOCK):
         at = offsets[b0 : b0 + ANALYSE_BLOCK + 1]
         blocks.append(_split_tokens(data[at[0] : at[-1]], at - at[0]))
-    release_freed_memory()
     encoded = pa.concat_arrays(
         [pa.array([], pa.binary())] + [b.words for b in blocks]
     ).dictionary_encode()
@@ -336,7 +334,6 @@ class TermRows:
             else pa.array([], pa.binary())
         )
         del encoded
-        release_freed_memory()
         self._token_terms = analyse_tokens(tokens)
         per_token = np.diff(self._token_terms.starts).astype(np.int32)
         self.lengths = []
@@ -351,7 +348,6 @@ class TermRows:
                     rows.text, weights=weight, minlength=rows.n_texts
                 ).astype(np.int64)
             self.lengths.append(lengths)
-        release_freed_memory()
         return self._token_terms.terms
 
     def expanded(self, field: int, text_map: I64 | None) -> tuple[Iterator[Block], int]:
