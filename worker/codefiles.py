@@ -24,11 +24,11 @@ from contracts.code import (
     DirectoryEntry,
 )
 from worker.catalog import RepoCatalog, ResolvedRepo
-from worker.codesearch.languages import language_of
 from worker.codesearch.search import line_count
 from worker.config import Config
 from worker.errors import InvalidRequest, LimitExceeded, NotFound, Timeout
 from worker.excerpts import decode_text, is_binary
+from worker.languages import language_of
 from worker.licenses import LicenseCache
 from worker.swhid import content_swhid, origin_url
 from worker.tooling import LicensedFiles, commit_tree, pin, within_ceiling

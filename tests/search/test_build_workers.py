@@ -19,7 +19,7 @@ from tests.search.conftest import RepoFactory, handler_files
 from worker.search import build as build_module
 from worker.search import build_commit_index, build_workers
 from worker.search.build_workers import BuildPool
-from worker.search.languages import PARSED_LANGUAGES, language_of
+from worker.search.languages import PARSED_LANGUAGES, grammar_of
 from worker.search.segment import Segment
 
 REPO_ID = "acme/widgets"
@@ -179,10 +179,10 @@ def test_build_workers_leave_inherited_objects_out_of_collection() -> None:
 
 
 def test_warm_up_has_a_sample_for_every_parsed_language() -> None:
-    """Each parsed language has a sample path, and the path is read as that language."""
+    """Each grammar has a sample path, and the path is parsed with that grammar."""
     paths = build_workers._SAMPLE_PATHS
     assert set(paths) == PARSED_LANGUAGES
-    assert {language: language_of(path) for language, path in paths.items()} == {
+    assert {language: grammar_of(path) for language, path in paths.items()} == {
         language: language for language in PARSED_LANGUAGES
     }
 

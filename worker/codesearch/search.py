@@ -31,7 +31,6 @@ import pygit2
 from contracts.code import CodeSearchHit, CodeSearchRequest
 from worker.catalog import RepoCatalog, ResolvedRepo
 from worker.codesearch.index import TrigramView
-from worker.codesearch.languages import LanguageFilter, extension_of, language_of
 from worker.codesearch.matcher import (
     CompiledQuery,
     LineMatch,
@@ -43,6 +42,7 @@ from worker.codesearch.queryplan import MATCH_ALL
 from worker.config import Config
 from worker.errors import LimitExceeded, Timeout
 from worker.excerpts import decode_text, is_binary
+from worker.languages import LanguageFilter, extension_of, language_of
 from worker.licenses import LicenseCache
 from worker.search import CommitIndex, IndexStore
 from worker.search.trigram_postings import DEFINITION_LINE

@@ -16,8 +16,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from worker.languages import language_of
 from worker.search.chunking import ChunkBatch, chunk_batch
-from worker.search.languages import language_of
+from worker.search.languages import grammar_of
 from worker.search.postings import postings as term_postings
 from worker.search.trigram_postings import TrigramCollector
 from worker.search.vocabulary import TermRows
@@ -117,7 +118,7 @@ class SegmentBuilder:
     def _add_batch(self, batch: list[BlobSource]) -> None:
         started = time.perf_counter()
         datas: list[bytes] = []
-        languages: list[str | None] = []
+        grammars: list[str | None] = []
         blob_index: list[int] = []
         max_bytes = self.max_blob_bytes
         for source in batch:
@@ -130,17 +131,16 @@ class SegmentBuilder:
                 self._blob_lines.append(0)
                 self._blob_indexed.append(False)
                 continue
-            language = language_of(source.path)
-            self._blob_language.append(language)
+            self._blob_language.append(language_of(source.path))
             self._blob_indexed.append(True)
             self._blob_lines.append(0)
             datas.append(data)
-            languages.append(language)
+            grammars.append(grammar_of(source.path))
             blob_index.append(index)
             self.bytes_analysed += len(data)
         if datas:
             chunked = time.perf_counter()
-            chunks = chunk_batch(datas, languages)
+            chunks = chunk_batch(datas, grammars)
             self.phase_seconds["chunk"] += time.perf_counter() - chunked
             for i, n in zip(blob_index, chunks.n_lines, strict=True):
                 self._blob_lines[i] = n

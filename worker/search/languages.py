@@ -1,4 +1,4 @@
-"""Which language a path is, and the tree-sitter queries that find its definitions.
+"""Which grammar a path is parsed with, and the tree-sitter queries that find its definitions.
 
 Each query captures `@def` (the node whose lines the definition spans) and `@name` (its name);
 Go methods add `@receiver`, Rust impls capture the implemented type as `@name`. Containers
@@ -15,62 +15,7 @@ from typing import Final
 
 import tree_sitter
 
-LANGUAGE_BY_EXTENSION: Final[dict[str, str]] = {
-    ".py": "python",
-    ".pyi": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascript",
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "tsx",
-    ".go": "go",
-    ".java": "java",
-    ".rs": "rust",
-    ".c": "c",
-    ".h": "c",
-    ".cc": "cpp",
-    ".cpp": "cpp",
-    ".cxx": "cpp",
-    ".c++": "cpp",
-    ".hh": "cpp",
-    ".hpp": "cpp",
-    ".hxx": "cpp",
-    ".h++": "cpp",
-    ".ipp": "cpp",
-    # Text and code without a parser here: indexed as line windows, language named for callers.
-    ".md": "markdown",
-    ".rst": "restructuredtext",
-    ".txt": "text",
-    ".html": "html",
-    ".css": "css",
-    ".json": "json",
-    ".yaml": "yaml",
-    ".yml": "yaml",
-    ".toml": "toml",
-    ".sh": "shell",
-    ".s": "assembly",
-    ".rb": "ruby",
-    ".php": "php",
-    ".kt": "kotlin",
-    ".swift": "swift",
-    ".cs": "csharp",
-    ".scala": "scala",
-    ".lua": "lua",
-    ".pl": "perl",
-    ".sql": "sql",
-    ".xml": "xml",
-    ".dts": "devicetree",
-    ".dtsi": "devicetree",
-}
-LANGUAGE_BY_NAME: Final[dict[str, str]] = {
-    "Makefile": "make",
-    "Kconfig": "kconfig",
-    "Dockerfile": "dockerfile",
-    "CMakeLists.txt": "cmake",
-}
+from worker.languages import extension_of, language_of
 
 PARSED_LANGUAGES: Final = frozenset(
     {"python", "javascript", "typescript", "tsx", "go", "java", "rust", "c", "cpp"}
@@ -176,16 +121,28 @@ _COMMENT_PREFIXES: Final[dict[str, tuple[bytes, ...]]] = {
 }
 
 
-def language_of(path: str) -> str | None:
-    """The language of a file, from its name or extension; None when unknown."""
-    # String operations, not PurePosixPath: a build asks for every blob (Linux: 0.2 s).
-    name = path.rpartition("/")[2]
-    by_name = LANGUAGE_BY_NAME.get(name)
-    if by_name is not None:
-        return by_name
-    dot = name.rfind(".")
-    # PurePosixPath's suffix: none for ".bashrc" or "name." either.
-    return LANGUAGE_BY_EXTENSION.get(name[dot:].lower()) if 0 < dot < len(name) - 1 else None
+_GRAMMAR_OF_LANGUAGE: Final[dict[str, str]] = {
+    "python": "python",
+    "javascript": "javascript",
+    "typescript": "typescript",
+    "go": "go",
+    "java": "java",
+    "rust": "rust",
+    "c": "c",
+    "cpp": "cpp",
+}
+
+
+def grammar_of(path: str) -> str | None:
+    """The grammar a file is parsed with (of PARSED_LANGUAGES), or None when none is.
+
+    Named by the product's language table, except `.tsx`, which TypeScript's own grammar
+    cannot parse: its language is `typescript`, its grammar `tsx`.
+    """
+    language = language_of(path)
+    if language == "typescript" and extension_of(path) == ".tsx":
+        return "tsx"
+    return _GRAMMAR_OF_LANGUAGE.get(language) if language is not None else None
 
 
 def comment_prefixes(language: str) -> tuple[bytes, ...]:

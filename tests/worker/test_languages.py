@@ -1,0 +1,85 @@
+"""One language table: a file's language from its name, else its extension; filters; parsers."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from worker.errors import InvalidRequest
+from worker.languages import EXTENSIONS, FILE_NAMES, LanguageFilter, language_of
+from worker.search.languages import PARSED_LANGUAGES, grammar_of
+
+
+def _by_pathlib(path: str) -> str | None:
+    p = PurePosixPath(path)
+    by_extension = {e: language for language, exts in EXTENSIONS.items() for e in exts}
+    by_name = {n: language for language, names in FILE_NAMES.items() for n in names}
+    return by_name.get(p.name) or by_extension.get(p.suffix.lower())
+
+
+@pytest.mark.parametrize(
+    ("path", "language"),
+    [
+        ("django/db/models/query.py", "python"),
+        ("kernel/sched/core.c", "c"),
+        ("src/App.TSX", "typescript"),
+        ("docs/index.rst", "rst"),
+        ("drivers/Kconfig", "kconfig"),
+        ("include/linux/list.h", "c"),
+        ("a/.py", None),
+        ("a/b.", None),
+        ("a.b/README", None),
+    ],
+)
+def test_language_of_examples(path: str, language: str | None) -> None:
+    """Extensions count case-insensitively; a leading or trailing dot is no extension."""
+    assert language_of(path) == language
+
+
+names = st.sampled_from(
+    ["a", "x.py", ".py", "..py", "py.", "a..", "Makefile", "b.PY", "c.tar.gz", "d.h", "e.C"]
+)
+"""Names git allows in a tree ("." and ".." are not: pathlib would drop or keep them)."""
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(names, min_size=1, max_size=4))
+def test_language_of_agrees_with_pathlib(components: list[str]) -> None:
+    """For any git path, the same answer as PurePosixPath's name and suffix give."""
+    path = "/".join(components)
+    assert language_of(path) == _by_pathlib(path)
+
+
+def test_one_name_per_language_on_the_wire() -> None:
+    """Every extension and file name belongs to one language; TSX is TypeScript."""
+    extensions = [e for exts in EXTENSIONS.values() for e in exts]
+    names = [n for ns in FILE_NAMES.values() for n in ns]
+    assert len(extensions) == len(set(extensions))
+    assert len(names) == len(set(names))
+    assert language_of("a.tsx") == language_of("a.ts") == "typescript"
+
+
+def test_grammars_follow_the_table_with_tsx_parsed_as_such() -> None:
+    """A parsed file's grammar is its language's, but TSX gets the TSX grammar."""
+    assert grammar_of("src/App.tsx") == "tsx"
+    assert grammar_of("src/app.ts") == "typescript"
+    assert grammar_of("kernel/fork.c") == "c"
+    assert grammar_of("README.md") is None
+    assert {grammar_of(f"x{e}") for exts in EXTENSIONS.values() for e in exts} - {None} == (
+        PARSED_LANGUAGES
+    )
+
+
+def test_a_language_filter_takes_aliases_and_shared_headers() -> None:
+    """Aliases name the same language; C++ filters select `.h` headers too."""
+    assert LanguageFilter("TS")("src/App.tsx")
+    assert LanguageFilter("c++")("include/util.h")
+    assert LanguageFilter("c")("include/util.h")
+    assert LanguageFilter("makefile")("drivers/Makefile")
+    assert not LanguageFilter("python")("setup.cfg")
+    with pytest.raises(InvalidRequest) as raised:
+        LanguageFilter("klingon")
+    assert "python" in raised.value.details["known"]
