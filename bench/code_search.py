@@ -30,11 +30,11 @@ from bench.corpora import DEFAULT_WORK, PreparedCorpus, prepare
 from contracts.code import CodeSearchRequest, CodeSearchResponse
 from contracts.subjects import Subject
 from tests.support.workers import WorkerProcess
-from worker.cache import CacheLayout
 from worker.client import RepoReaderClient
-from worker.embedded_nats import EmbeddedNats
-from worker.mirror import Mirror
-from worker.toolreplies import join_batches
+from worker.mirror.sync import Mirror
+from worker.repos.layout import CacheLayout
+from worker.service.embedded_nats import EmbeddedNats
+from worker.service.replies import join_batches
 
 COMMON_P50_MS = 50.0
 RARE_P50_MS = 10.0

@@ -29,9 +29,9 @@ from typing import Any, cast
 
 import pygit2
 
-from worker.search import IndexStore, build_commit_index
-from worker.search.analysis import SegmentBuilder, is_indexable
-from worker.search.build import blob_sources, missing_blobs, repo_index_dir, tree_blobs
+from worker.index import IndexStore, build_commit_index
+from worker.index.analysis.segment_builder import SegmentBuilder, is_indexable
+from worker.index.store.build import blob_sources, missing_blobs, repo_index_dir, tree_blobs
 
 DEFAULT_QUERIES = (
     "where is the CSRF token checked",

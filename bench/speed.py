@@ -33,15 +33,15 @@ from bench.quality import load_cases
 from contracts import RepoConstraints, RepoReaderRequest
 from tests.support.workers import WorkerProcess
 from worker.client import RepoReaderClient
-from worker.embedded_nats import EmbeddedNats
-from worker.mirror import Mirror
-from worker.search import (
+from worker.index import (
     build_commit_index,
     informative_terms,
     start_build_workers,
     wait_for_build_workers,
 )
-from worker.search.build import repo_index_dir
+from worker.index.store.build import repo_index_dir
+from worker.mirror.sync import Mirror
+from worker.service.embedded_nats import EmbeddedNats
 
 BENCH_DIR = Path(__file__).resolve().parent
 TARGETS = {

@@ -52,7 +52,8 @@ class CommitSummary(msgspec.Struct, frozen=True, kw_only=True):
     """`feature`, `fix`, `docs`, `refactor`, `perf`, `style`, `test`, `build`, `ci`, `chore`,
     `revert`, `merge` or `other`."""
     classification_source: str
-    """`merge`, `conventional` (a Conventional Commits type) or `heuristic` (worker.history)."""
+    """`merge`, `conventional` (a Conventional Commits type) or `heuristic` (from the message
+    and the files touched)."""
     scope: str | None = None
     breaking: bool = False
     files_touched: tuple[str, ...] = ()

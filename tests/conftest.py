@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.cache import SAMPLE_FILES, MirroredCache, SourceFactory
 from tests.support.gitrepos import Content, make_repo
-from worker.embedded_nats import EmbeddedNats
+from worker.service.embedded_nats import EmbeddedNats
 
 
 @pytest.fixture

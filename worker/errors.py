@@ -20,7 +20,7 @@
 
     ConfigError                       start-up only: a bad repo-reader.toml or NATS config
 
-Handlers raise these; `worker.wire.error_from_exception` is the one place that turns an
+Handlers raise these; `worker.service.codec.error_from_exception` is the one place that turns an
 exception (any exception) into a `RepoReaderError`, and `failure_from_error` the one
 place a client turns a received error back into its exception.
 """

@@ -3,7 +3,7 @@
 A file belongs to a language by its exact name or, failing that, by its extension
 (case-insensitive). Every capability names a file's language from this table (research
 artifacts, code.search hits and filters, code.read); the analysis picks its parser from it
-too (`worker.search.languages.grammar_of`). `.h` is C, and counts as C++ too for a filter,
+too (`worker.index.analysis.grammars.grammar_of`). `.h` is C, and counts as C++ too for a filter,
 since headers are shared.
 """
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.sandbox.roles import NATS_CONF, PROJECT_ROOT, new_passwords, password_environment
-from worker.embedded_nats import nats_server_binary, wait_for_port
+from worker.service.embedded_nats import nats_server_binary, wait_for_port
 
 COMPOSE_ENV = PROJECT_ROOT / "sandbox" / ".build" / "compose.env"
 

@@ -23,7 +23,7 @@ from tests.sandbox.roles import (
     password_environment,
     request_when_served,
 )
-from worker.embedded_nats import nats_server_binary
+from worker.service.embedded_nats import nats_server_binary
 
 
 def connect(server: RoleServer, role: str) -> RoleConnection:

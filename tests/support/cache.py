@@ -10,7 +10,7 @@ from tests.support.gitrepos import MIT_LICENSE, Content
 from worker.config import Config
 
 if TYPE_CHECKING:
-    from worker.mirror import Mirror
+    from worker.mirror.sync import Mirror
 
 SourceFactory = Callable[..., tuple[Path, str]]
 """The `make_source` fixture: (name, files=None) -> (repository path, head commit)."""
@@ -53,7 +53,7 @@ class MirroredCache:
         self.mirror = self._mirror()
 
     def _mirror(self) -> Mirror:
-        from worker.mirror import Mirror
+        from worker.mirror.sync import Mirror
 
         return Mirror(self.root, self.config_file)
 

@@ -22,7 +22,7 @@ from contracts.repo import RepoStatusRequest, RepoStatusResponse
 from contracts.subjects import Subject
 from worker.client import RepoReaderClient
 from worker.errors import RepoReaderFailure
-from worker.toolreplies import join_batches
+from worker.service.replies import join_batches
 
 ResponseT = TypeVar("ResponseT", bound=msgspec.Struct)
 

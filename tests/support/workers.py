@@ -15,7 +15,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 class WorkerProcess:
-    """`python -m worker.cli serve` on a cache, ready once its ready file appears."""
+    """`python -m worker.cli.main serve` on a cache, ready once its ready file appears."""
 
     def __init__(
         self, cache: Path, nats_url: str, *, concurrency: int = 1, env: dict[str, str] | None = None
@@ -32,7 +32,7 @@ class WorkerProcess:
         """Start the worker and wait until it has subscribed."""
         env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), **self._env}
         command = [
-            sys.executable, "-m", "worker.cli", "--cache", str(self.cache),
+            sys.executable, "-m", "worker.cli.main", "--cache", str(self.cache),
             "serve", "--nats", self.nats_url, "--ready-file", str(self.ready_file),
             "--concurrency", str(self.concurrency),
         ]  # fmt: skip

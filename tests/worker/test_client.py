@@ -13,8 +13,8 @@ from contracts import RepoReaderRequest
 from tests.support.cache import MirroredCache, SourceFactory
 from tests.support.workers import WorkerProcess
 from worker.client import RepoReaderClient
-from worker.embedded_nats import EmbeddedNats
 from worker.errors import AccessDenied, NoAnswer, NoResponders, RequestTooBroad, Timeout
+from worker.service.embedded_nats import EmbeddedNats
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.errors import InvalidRequest
+from worker.index.analysis.grammars import PARSED_LANGUAGES, grammar_of
 from worker.languages import EXTENSIONS, FILE_NAMES, LanguageFilter, language_of
-from worker.search.languages import PARSED_LANGUAGES, grammar_of
 
 
 def _by_pathlib(path: str) -> str | None:

@@ -1,0 +1,118 @@
+"""Tests of RE2 query compilation, line matching and path globs."""
+
+from __future__ import annotations
+
+import pytest
+
+from worker.capabilities.code_search.matcher import (
+    compile_path_filter,
+    compile_query,
+    is_whole_word,
+)
+from worker.errors import InvalidRequest
+
+
+def lines(query: str, data: bytes, *, regex: bool = True, ignore_case: bool = False) -> list[int]:
+    compiled = compile_query(query, regex=regex, ignore_case=ignore_case, max_mem=8 << 20)
+    return [m.line_number for m in compiled.lines(data)]
+
+
+@pytest.mark.timeout(10)
+def test_a_catastrophic_pattern_answers_at_once() -> None:
+    """`(a+)+$` against 'a' * 5000 + 'b' (exponential for backtracking engines) is linear in RE2."""
+    data = b"a" * 5000 + b"b\n" + b"a" * 5000 + b"\n"
+    assert lines("(a+)+$", data) == [2]
+    assert lines("(x+x+)+y", b"x" * 100_000) == []
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [("(a)\\1", "escape"), ("(?=a)b", "(?="), ("a{1001}", "repetition"), ("(", "missing")],
+)
+def test_patterns_re2_rejects_are_invalid_requests(pattern: str, reason: str) -> None:
+    """Backreferences, lookaround, huge repetitions and syntax errors are INVALID_REQUEST."""
+    with pytest.raises(InvalidRequest) as error:
+        compile_query(pattern, regex=True, ignore_case=False, max_mem=8 << 20)
+    assert error.value.details["field"] == "query"
+    assert reason in error.value.details["reason"]
+
+
+def test_a_pattern_over_the_memory_budget_is_refused() -> None:
+    """A pattern whose program needs more than max_mem is refused, never run."""
+    with pytest.raises(InvalidRequest, match="too large"):
+        compile_query("\\pL{200}\\pN{200}", regex=True, ignore_case=False, max_mem=1 << 16)
+
+
+def test_a_line_break_in_the_query_is_refused() -> None:
+    """Search is line by line, so a query spanning lines is INVALID_REQUEST, not empty."""
+    with pytest.raises(InvalidRequest, match="line break"):
+        compile_query("a\nb", regex=False, ignore_case=False, max_mem=8 << 20)
+
+
+def test_literal_mode_escapes_metacharacters() -> None:
+    """A literal query matches its text exactly, metacharacters included."""
+    data = b"x = a.b*c\ny = aXbbbc\n"
+    assert lines("a.b*c", data, regex=False) == [1]
+    assert lines("a.b*c", data) == [2]
+
+
+def test_each_matching_line_is_reported_once_in_order() -> None:
+    """Only the first match of a line counts; numbering is 1-based and exact."""
+    data = b"foo foo\nbar\r\nfoo\n\nfoo"
+    assert lines("foo", data) == [1, 3, 5]
+    assert lines("^$", b"a\n\nb\n") == [2]
+    assert lines("r$", data) == []  # the CR stays part of the line, as in git grep
+    assert lines("x*", b"a\nb\n") == [1, 2]  # no phantom line after the final break
+
+
+def test_matches_never_span_lines() -> None:
+    """Classes that include a line break still match within one line only."""
+    assert lines("a[^z]*b", b"a\nb\nab\n") == [3]
+    assert lines("a\\s*b", b"a\nb\n") == []
+
+
+def test_case_can_be_ignored() -> None:
+    """ignore_case matches any case, including RE2's Unicode folds."""
+    assert lines("hello", b"HeLLo\n", ignore_case=True) == [1]
+    assert lines("hello", b"HeLLo\n") == []
+    assert lines("kelvin", "\u212aelvin\n".encode(), ignore_case=True) == [1]
+
+
+def test_whole_words() -> None:
+    """A whole-word match does not continue a word at an edge that is a word character."""
+    assert is_whole_word(b"(route)", 1, 6)
+    assert not is_whole_word(b"routes", 0, 5)
+    assert not is_whole_word(b"_route", 1, 6)
+    assert is_whole_word(b"p = kmalloc(size)", 4, 12)
+    assert not is_whole_word(b"p = xkmalloc(size)", 5, 13)
+    assert is_whole_word(b"a->b", 1, 3)
+    assert not is_whole_word(b"", 0, 0)
+    assert not is_whole_word(b"abc", 1, 1)
+
+
+@pytest.mark.parametrize(
+    ("glob", "selected", "rejected"),
+    [
+        ("src", ["src/a.py", "src/b/c.py"], ["srcs/a.py", "lib/src/a.py"]),
+        ("src/a.py", ["src/a.py"], ["src/a.pyc"]),
+        ("*.py", ["a.py", "src/deep/b.py"], ["a.pyc", "py"]),
+        ("src/*.py", ["src/a.py"], ["src/b/c.py", "a.py"]),
+        ("src/**/*.py", ["src/a.py", "src/b/c/d.py"], ["lib/a.py"]),
+        ("**/test_*.py", ["test_a.py", "x/test_b.py"], ["x/b_test.py"]),
+        ("[!a]*.c", ["b.c", "x/c.c"], ["a.c"]),
+        ("file?.txt", ["file1.txt"], ["file10.txt", "file/.txt"]),
+    ],
+)
+def test_path_globs(glob: str, selected: list[str], rejected: list[str]) -> None:
+    """Prefixes select subtrees; `*`, `?` stay in a segment; `**` spans segments."""
+    accept = compile_path_filter(glob)
+    assert all(accept(p) for p in selected)
+    assert not any(accept(p) for p in rejected)
+
+
+@pytest.mark.parametrize("glob", ["/etc/*", "../x", "a/../b", "a\\b", "./a"])
+def test_path_globs_stay_inside_the_repository(glob: str) -> None:
+    """Absolute globs, dot segments and backslashes are INVALID_REQUEST naming `path`."""
+    with pytest.raises(InvalidRequest) as error:
+        compile_path_filter(glob)
+    assert error.value.details["field"] == "path"

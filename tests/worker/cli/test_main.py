@@ -1,0 +1,111 @@
+"""Tests of the `repo-reader` command line, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.cache import MirroredCache, SourceFactory
+from tests.support.workers import PROJECT_ROOT, WorkerProcess
+from worker.service.embedded_nats import EmbeddedNats
+
+
+def run(
+    *args: str, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    env.pop("REPO_READER_CONFIG", None)
+    return subprocess.run(
+        [sys.executable, "-m", "worker.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_mirror_add_sync_and_list(tmp_path: Path, make_source: SourceFactory) -> None:
+    """mirror add clones with progress on stderr; list shows the head and license."""
+    source, head = make_source("sample")
+    cache = tmp_path / "cache"
+    added = run("--cache", str(cache), "mirror", "add", "acme/sample", "--url", str(source))
+    assert added.returncode == 0, added.stderr
+    assert "registered acme/sample" in added.stdout
+    assert f"acme/sample: new {head[:12]}" in added.stdout
+    assert "receiving objects" in added.stderr
+    listed = run("--cache", str(cache), "mirror", "list", "--json")
+    (row,) = json.loads(listed.stdout)
+    assert (row["name"], row["head"], row["license"], row["indexed"]) == (
+        "acme/sample",
+        head,
+        "MIT",
+        True,
+    )
+    again = run("--cache", str(cache), "mirror", "sync")
+    assert f"acme/sample: unchanged {head[:12]}" in again.stdout
+
+
+def test_ask_prints_readably_and_as_json(cache: MirroredCache, make_source: SourceFactory) -> None:
+    """ask prints path:span, license and excerpt, or the whole answer as JSON."""
+    source, head = make_source("sample")
+    cache.add("acme/sample", source)
+    with EmbeddedNats() as server, WorkerProcess(cache.root, server.url):
+        readable = run(
+            "ask", "how do I register a route", "--repo", "acme/sample", "--nats", server.url
+        )
+        as_json = run(
+            "ask", "load the configuration", "--nats", server.url, "--json", "--max-excerpts", "2"
+        )
+        refused = run("ask", "the", "--nats", server.url)
+    assert readable.returncode == 0, readable.stderr
+    assert f"# acme/sample @ {head} (refs/heads/main) license=MIT" in readable.stdout
+    assert "acme/sample:sample/routing.py:L" in readable.stdout
+    assert "[MIT]" in readable.stdout
+    document = json.loads(as_json.stdout)
+    assert document["resolved"][0]["commit"] == head
+    assert 0 < len(document["artifacts"]) <= 2
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("repo-reader: REQUEST_TOO_BROAD:")
+
+
+def test_ask_without_a_server_fails_cleanly(tmp_path: Path) -> None:
+    """ask against a server that is not there exits non-zero with one line, no traceback."""
+    result = run("ask", "router", "--nats", "nats://127.0.0.1:1", "--timeout", "2", timeout=60)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+
+
+def test_schema_writes_every_message(tmp_path: Path) -> None:
+    """schema writes one JSON Schema document covering every subject."""
+    out = tmp_path / "schema.json"
+    assert run("schema", "--out", str(out)).returncode == 0
+    document = json.loads(out.read_text())
+    assert "repo_reader.v1.research" in document["x-subjects"]
+    assert "RepoReaderRequest" in document["$defs"]
+
+
+def test_config_mistake_is_a_clear_start_up_error(tmp_path: Path) -> None:
+    """A bad repo-reader.toml stops serve at once with exit 2 and the setting named."""
+    config = tmp_path / "bad.toml"
+    config.write_text("[limits]\nmax_excerpts = 3\n")
+    result = run(
+        "--cache", str(tmp_path), "--config", str(config), "serve", "--nats", "nats://127.0.0.1:1"
+    )
+    assert result.returncode == 2
+    assert "config error" in result.stderr
+    assert "max_excerpts" in result.stderr
+
+
+def test_quickstart_runs_the_whole_flow(make_source: SourceFactory) -> None:
+    """quickstart on a repository mirrors it, serves it and prints an answer, with no set-up."""
+    source, head = make_source("sample")
+    result = run("quickstart", str(source), "--query", "register a route handler")
+    assert result.returncode == 0, result.stderr
+    assert f"# local/sample @ {head}" in result.stdout
+    assert "sample/routing.py" in result.stdout
+    assert "embedded NATS server on nats://127.0.0.1:" in result.stderr

@@ -1,0 +1,254 @@
+"""Chunking: definition spans per language from tree-sitter, line windows for other text."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from worker.index.analysis.chunking import MINIFIED_LINE_BYTES, TEXT_WINDOW_LINES, chunk_blob
+
+
+def spans(data: bytes, language: str | None) -> list[tuple[int, int, str | None]]:
+    chunks, _ = chunk_blob(data, language)
+    return [(c.start_row + 1, c.end_row + 1, c.symbol) for c in chunks]
+
+
+PYTHON = b'''import os
+
+# helper comment
+@decorator
+def top(a):
+    return a
+
+class Flask(Base):
+    """Doc."""
+    x = 1
+
+    def route(self, rule):
+        def inner():
+            pass
+        return inner
+
+    async def other(self):
+        pass
+'''
+
+
+def test_python_class_with_methods() -> None:
+    """A class head, its methods (qualified, closures inside), decorators and comments attached."""
+    assert spans(PYTHON, "python") == [
+        (1, 1, None),
+        (3, 6, "top"),
+        (8, 10, "Flask"),
+        (12, 15, "Flask.route"),
+        (17, 18, "Flask.other"),
+    ]
+
+
+def test_javascript_functions_and_classes() -> None:
+    """JS function declarations, classes with methods, arrow functions bound to a name."""
+    src = b"""const x = 1;
+function foo(a) {
+  return a;
+}
+class Bar extends Baz {
+  method(a) {
+    return a;
+  }
+}
+const arrow = (a) => a + 1;
+"""
+    assert spans(src, "javascript") == [
+        (1, 1, None),
+        (2, 4, "foo"),
+        (5, 5, "Bar"),
+        (6, 8, "Bar.method"),
+        (9, 9, "Bar"),
+        (10, 10, "arrow"),
+    ]
+
+
+def test_typescript_interfaces_classes_functions() -> None:
+    """TS interfaces, classes with methods and exported functions."""
+    src = b"""interface Shape { area(): number; }
+export class Circle implements Shape {
+  area(): number {
+    return 3.14;
+  }
+}
+export function helper(x: number): number { return x; }
+"""
+    assert spans(src, "typescript") == [
+        (1, 1, "Shape"),
+        (2, 2, "Circle"),
+        (3, 5, "Circle.area"),
+        (6, 6, "Circle"),
+        (7, 7, "helper"),
+    ]
+
+
+def test_go_funcs_and_methods() -> None:
+    """Go functions, methods qualified by receiver type, types with their doc comment."""
+    src = b"""package main
+
+// Server serves.
+type Server struct {
+\taddr string
+}
+
+func (s *Server) Serve() error {
+\treturn nil
+}
+
+func main() {
+}
+"""
+    assert spans(src, "go") == [
+        (1, 1, None),
+        (3, 6, "Server"),
+        (8, 10, "Server.Serve"),
+        (12, 13, "main"),
+    ]
+
+
+def test_java_class_and_methods() -> None:
+    """Java class head, constructor and methods with their javadoc."""
+    src = b"""package x;
+
+public class Foo {
+    private int a;
+
+    /** Doc. */
+    public Foo() {}
+
+    public int bar(int x) {
+        return x;
+    }
+}
+"""
+    assert spans(src, "java") == [
+        (1, 1, None),
+        (3, 4, "Foo"),
+        (6, 7, "Foo.Foo"),
+        (9, 11, "Foo.bar"),
+        (12, 12, "Foo"),
+    ]
+
+
+def test_rust_fns_and_impls() -> None:
+    """Rust structs, impl blocks with qualified methods, free functions."""
+    src = b"""use std::io;
+
+/// A point.
+pub struct Point { x: i32 }
+
+impl Point {
+    pub fn new() -> Self {
+        Point { x: 0 }
+    }
+}
+
+fn main() {
+}
+"""
+    assert spans(src, "rust") == [
+        (1, 1, None),
+        (3, 4, "Point"),
+        (6, 6, "Point"),
+        (7, 9, "Point.new"),
+        (10, 10, "Point"),
+        (12, 13, "main"),
+    ]
+
+
+def test_c_functions_with_kernel_doc() -> None:
+    """C functions (pointer return too), structs and function-like macros."""
+    src = b"""#include <stdio.h>
+
+/**
+ * add - adds
+ */
+static int add(int a, int b)
+{
+\treturn a + b;
+}
+
+struct foo {
+\tint x;
+};
+
+char *name(void) { return "x"; }
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+"""
+    assert spans(src, "c") == [
+        (1, 1, None),
+        (3, 9, "add"),
+        (11, 13, "foo"),
+        (15, 15, "name"),
+        (16, 16, "MAX"),
+    ]
+
+
+def test_cpp_namespaces_classes_methods() -> None:
+    """C++ namespaces and classes nest; out-of-class method definitions keep `Class::name`."""
+    src = b"""namespace ns {
+class Widget {
+ public:
+  int size() const { return 1; }
+};
+void Widget::draw() {
+}
+}
+"""
+    assert spans(src, "cpp") == [
+        (1, 1, "ns"),
+        (2, 3, "ns.Widget"),
+        (4, 4, "ns.Widget.size"),
+        (5, 5, "ns.Widget"),
+        (6, 7, "ns.Widget::draw"),
+        (8, 8, "ns"),
+    ]
+
+
+def test_plain_text_line_windows() -> None:
+    """Text without a parser becomes blank-trimmed windows of at most TEXT_WINDOW_LINES."""
+    lines = [f"line {i}" for i in range(1, 101)]
+    lines[29] = ""  # a paragraph break the window prefers to cut at
+    result = spans("\n".join(lines).encode(), None)
+    assert result[0] == (1, 29, None)
+    assert all(end - start < TEXT_WINDOW_LINES for start, end, _ in result)
+    covered = [n for start, end, _ in result for n in range(start, end + 1)]
+    assert covered == [n for n in range(1, 101) if n != 30]
+
+
+def test_minified_code_is_chunked_as_text() -> None:
+    """Code whose lines average over MINIFIED_LINE_BYTES gets line windows, not definitions."""
+    body = b"".join(b"function f%d(a){return a+%d}" % (i, i) for i in range(200))
+    minified = b"/*! lib v1 */\n" + body
+    assert len(minified) > 2 * MINIFIED_LINE_BYTES
+    assert spans(minified, "javascript") == [(1, 2, None)]
+    written = minified.replace(b"}", b"}\n")
+    assert spans(written, "javascript")[:2] == [(1, 2, "f0"), (3, 3, "f1")]
+
+
+def test_blank_blob_has_no_chunks() -> None:
+    """A blob of blank lines has nothing to index."""
+    assert spans(b"\n\n  \n", None) == []
+    assert spans(b"", "python") == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["def f():", "    pass", "class A:", "  x = 1", "", "#c", "}"]), max_size=40
+    ),
+    st.sampled_from(["python", "c", "javascript", None]),
+)
+def test_spans_within_blob(lines: list[str], language: str | None) -> None:
+    """Chunks are ordered, disjoint and within the blob's line count (split on b"\\n")."""
+    data = "\n".join(lines).encode()
+    n_lines = len(data.split(b"\n"))
+    previous_end = 0
+    for start, end, _ in spans(data, language):
+        assert previous_end < start <= end <= n_lines
+        previous_end = end

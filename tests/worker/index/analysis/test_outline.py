@@ -1,0 +1,374 @@
+"""Outlines: the parser finds the same definitions, on the same lines, as in the whole file."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from worker.index.analysis.chunking import chunk_blob, line_starts
+from worker.index.analysis.definitions import definitions
+from worker.index.analysis.lexers import C_LEXEMES, PY_LEXEMES, c_lexemes, python_lexemes
+from worker.index.analysis.outline import c_outlines, first_not_in, python_outlines
+
+Flat = list[tuple[int, int, str, str]]
+Lexer = Callable[[Any, Any, Any, Any], tuple[Any, Any]]
+
+
+def same_as_whole(data: bytes, language: str) -> Flat:
+    """Assert the outlined parse equals the whole parse; return the definitions."""
+    outliner = c_outlines if language in ("c", "cpp") else python_outlines
+    outline = outliner([data])[0]
+    assert outline is not None
+    whole = definitions(data, language, None).rows()
+    assert definitions(data, language, outline).rows() == whole
+    return whole
+
+
+C_SOURCE = b"""/* SPDX: a comment with { braces } and 'quotes' */
+#include <linux/kernel.h>
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define LOCKED(x) do { \\
+\tspin_lock(x); \\
+} while (0)
+
+struct outer {
+\tint a; /* } */
+\tstruct inner {
+\t\tchar c;
+\t} in;
+#define OUTER_FLAG(x) (1 << (x))
+};
+
+static const struct ops table[] = {
+\t{ .open = f_open, .name = "{" },
+};
+
+int prototype(int a, char *b);
+
+/**
+ * compute - kernel-doc comment
+ */
+static int compute(struct outer *o,
+\t\t   int n)
+{
+\tif (n > 0) {
+\t\tprintk("}%d\\n", n);
+\t}
+\treturn o->a + '}';
+}
+
+char *(*pick(int k))(void)
+{
+\treturn 0;
+}
+"""
+
+
+def test_c_outline_matches_whole_parse() -> None:
+    """C: functions, nested structs, macros, initialisers: same definitions and lines."""
+    assert same_as_whole(C_SOURCE, "c") == [
+        (2, 2, "MAX", "preproc_function_def"),
+        (3, 5, "LOCKED", "preproc_function_def"),
+        (7, 13, "outer", "struct_specifier"),
+        (9, 11, "outer.inner", "struct_specifier"),
+        (12, 12, "outer.OUTER_FLAG", "preproc_function_def"),
+        (24, 31, "compute", "function_definition"),
+    ]
+
+
+def test_c_outline_drops_bodies_keeps_rows() -> None:
+    """The outline is much shorter than the file and maps each of its rows to a file row."""
+    outline = c_outlines([C_SOURCE])[0]
+    assert outline is not None
+    assert len(outline.text) < len(C_SOURCE) // 2
+    assert b"printk" not in outline.text
+    assert b"kernel-doc" not in outline.text
+    rows = outline.rows.tolist()
+    assert len(rows) == outline.text.count(b"\n") + 1
+    assert rows == sorted(rows)
+    assert rows[-1] <= C_SOURCE.count(b"\n")
+
+
+def test_c_unbalanced_braces_have_no_outline() -> None:
+    """A file whose braces do not balance is parsed whole."""
+    assert c_outlines([b"int f(void) {\n", b"int g(void) { }\n"])[0] is None
+    assert c_outlines([b"int f(void) {\n", b"int g(void) { }\n"])[1] is not None
+
+
+PY_SOURCE = b'''"""Module docstring with a def inside: def not_real():"""
+import os
+
+CONSTANT = {
+    "a": 1,
+}
+
+
+@decorator(arg=1)
+def top(a, b=(1, 2)):
+    """Doc."""
+    if a:
+        return b
+    # trailing comment in the body
+
+
+class Widget(Base):
+    x = 1
+    y = 2
+
+    def method(self):
+        def inner():
+            pass
+        return inner
+
+    async def other(self):
+        with open("f") as f:
+            data = f.read(
+                10
+            )
+            # deeper comment
+        # comment at method level
+
+
+def last():
+    return """
+text at column zero
+"""
+'''
+
+
+def test_python_outline_matches_whole_parse() -> None:
+    """Python: decorators, classes, methods, closures, trailing comments: same definitions."""
+    defs = same_as_whole(PY_SOURCE, "python")
+    assert [symbol for _, _, symbol, _ in defs] == [
+        "top",
+        "Widget",
+        "Widget.method",
+        "Widget.other",
+        "last",
+    ]
+
+
+def test_python_tabs_have_no_outline() -> None:
+    """Tab indentation is not followed: the file is parsed whole."""
+    assert python_outlines([b"def f():\n\treturn 1\n"])[0] is None
+
+
+def test_outlines_of_a_batch_are_independent() -> None:
+    """A batch's files do not bleed into each other (a body running to the end of a file)."""
+    files = [b"def a():\n    x = 1\n    y = 2", b"def b():\n    return 3\n", b""]
+    outlines = python_outlines(files)
+    for data, outline in zip(files, outlines, strict=True):
+        if outline is not None:
+            assert outline.rows[-1] <= data.count(b"\n")
+            assert (
+                definitions(data, "python", outline).rows()
+                == definitions(data, "python", None).rows()
+            )
+
+
+def test_macro_chunk_ends_on_its_last_line() -> None:
+    """A macro definition's chunk ends on its own last line, not the line after it.
+
+    Deliberate change: the node ends with its newline (column 0 of the next row), which used
+    to pull the next line into the macro's chunk.
+    """
+    src = b"#define A(x) (x)\nint a_value;\n#define B(x) \\\n  (x)\nint b_value;\n"
+    chunks, _ = chunk_blob(src, "c")
+    spans = [(c.start_row + 1, c.end_row + 1, c.symbol) for c in chunks]
+    assert spans == [(1, 1, "A"), (2, 2, None), (3, 4, "B"), (5, 5, None)]
+
+
+def _python_block(depth: int) -> st.SearchStrategy[list[str]]:
+    """Lines of a valid block (relative indentation), statements and nested blocks."""
+    simple = st.sampled_from(
+        [
+            ["x = 1"],
+            ["pass"],
+            ["# comment"],
+            [""],
+            ["call(a,", "     b)"],
+            ['s = """', "text at column zero", '"""'],
+            ["return (1,", "  2)"],
+            ["@decorator", "def decorated():", "    pass"],
+        ]
+    )
+    if depth >= 3:
+        return st.lists(simple, min_size=1, max_size=4).map(lambda xs: [ln for x in xs for ln in x])
+    header = st.sampled_from(["def f():", "async def g(a, b=2):", "class C(Base):", "if x:"])
+    compound = st.tuples(header, _python_block(depth + 1), st.sampled_from(["", "    # c", "# c"]))
+    statement = st.one_of(simple, compound.map(_indent_compound))
+    return st.lists(statement, min_size=1, max_size=4).map(lambda xs: [ln for x in xs for ln in x])
+
+
+def _indent_compound(parts: tuple[str, list[str], str]) -> list[str]:
+    head, body, trailer = parts
+    if all(not ln.strip() or ln.lstrip().startswith("#") for ln in body):
+        body = [*body, "pass"]
+    lines = [head, *("    " + ln if ln else ln for ln in body)]
+    return [*lines, trailer] if trailer else lines
+
+
+@settings(max_examples=150, deadline=None)
+@given(_python_block(0))
+def test_python_outline_never_changes_definitions(lines: list[str]) -> None:
+    """Any valid arrangement of blocks: the definitions found are those of a whole parse."""
+    data = "\n".join(lines).encode()
+    outline = python_outlines([data])[0]
+    whole = definitions(data, "python", None).rows()
+    assert definitions(data, "python", outline).rows() == whole
+
+
+def test_python_indentation_errors_are_parsed_whole() -> None:
+    """A dedent the source gets wrong is not hidden by the outline: no outline."""
+    assert python_outlines([b"def g():\n        pass\n    y = 2\n"])[0] is None
+    assert python_outlines([b"def g():\n@dec\n    return 1\n"])[0] is None
+
+
+C_ITEMS = [
+    "int f{n}(int a)\n{{\n\treturn a;\n}}\n",
+    "static void g{n}(void) {{ if (x) {{ y(); }} }}\n",
+    "struct s{n} {{\n\tint a;\n\tstruct t{n} {{ int b; }} t;\n}};\n",
+    "#define M{n}(a) \\\n\t((a) + 1)\n",
+    "#define K{n} 3\n",
+    "/* comment {{ {n} */\n",
+    "// line comment }} {n}\n",
+    "int v{n} = {{ 1, 2 }};\n",
+    "extern int p{n}(char *s);\n",
+    "enum e{n} {{ A{n}, B{n} }};\n",
+    "typedef struct {{ int q; }} td{n};\n",
+    'const char *s{n} = "{{";\n',
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(range(len(C_ITEMS))), max_size=20))
+def test_c_outline_never_changes_definitions(items: list[int]) -> None:
+    """Well-formed C items in any order: the definitions found are those of a whole parse."""
+    data = "".join(C_ITEMS[k].format(n=i) for i, k in enumerate(items)).encode()
+    same_as_whole(data, "c")
+
+
+def test_rows_of_outline_cover_file_rows() -> None:
+    """Every outline row maps into the file (no row past the last)."""
+    for data in (C_SOURCE, PY_SOURCE):
+        n_rows = len(line_starts(data))
+        for outline in (c_outlines([data])[0], python_outlines([data])[0]):
+            if outline is not None:
+                assert int(outline.rows.max()) < n_rows
+
+
+def reference_lexemes(data: bytes, pattern: re.Pattern[bytes] = C_LEXEMES) -> list[tuple[int, int]]:
+    return [m.span() for m in pattern.finditer(data)]
+
+
+def array_lexemes(files: list[bytes], lexer: Lexer = c_lexemes) -> list[list[tuple[int, int]]]:
+    """Lexemes of files lexed together, as spans within each file."""
+    data = b"\n".join(files)
+    sizes = np.array([len(f) for f in files], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes + 1)[:-1]]).astype(np.int64)
+    ends = starts + sizes
+    a = np.frombuffer(data, dtype=np.uint8)
+    ls, le = lexer(a, starts, ends, np.flatnonzero(a == 10))
+    out: list[list[tuple[int, int]]] = [[] for _ in files]
+    for s, e in zip(ls.tolist(), le.tolist(), strict=True):
+        i = int(np.searchsorted(starts, s, side="right")) - 1
+        out[i].append((s - int(starts[i]), e - int(starts[i])))
+    return out
+
+
+C_LEXEME_CASES = [
+    C_SOURCE,
+    b'#define A "unterminated\nint x = 1; /* never closed\n',
+    b"#define F(x) /* spans\n lines */ x \\\n  + 1\nint y; // c \\\n  'q'\n",
+    b"char *s = \"a\\\"b\\\\\"; char c = '\\''; int z = 1 / 2 / * 3;",
+    b'#include "a/*b" /* c */\n#x \\/* not */ y\n/*/ still open */ "x"',
+    b"a = b ## c; # at end",
+    b"'\n' \"\n\" /*",
+]
+
+lexeme_bytes = st.lists(
+    st.sampled_from([b"/", b"*", b'"', b"'", b"#", b"\\", b"\n", b"a", b" ", b"{", b"}", b";"]),
+    max_size=60,
+).map(b"".join)
+
+
+def test_c_lexemes_known_cases() -> None:
+    """Comments, literals, escapes, directives with comments: the same spans as the regex."""
+    got = array_lexemes(C_LEXEME_CASES)
+    assert got == [reference_lexemes(f) for f in C_LEXEME_CASES]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(lexeme_bytes, min_size=1, max_size=4))
+def test_c_lexemes_equal_the_regex(files: list[bytes]) -> None:
+    """Any mix of the bytes that matter, several files at once: the regex's spans."""
+    assert array_lexemes(files) == [reference_lexemes(f) for f in files]
+
+
+PY_LEXEME_CASES = [
+    PY_SOURCE,
+    b'x = """never closed\ny = 1 # c\n',
+    rb"s = '''a\''' b''' + 'c\'d' # q'" + b'\nt = """""""x"',
+    b"u = 'line\\\n still' ; v = 'broken\n'",
+    b'w = """a""""b"""" # "',
+    b"'''",
+    b"z = '",
+]
+
+
+def test_python_lexemes_known_cases() -> None:
+    """Comments, short and triple-quoted strings, escapes, unclosed ones: the regex's spans."""
+    got = array_lexemes(PY_LEXEME_CASES, python_lexemes)
+    assert got == [reference_lexemes(f, PY_LEXEMES) for f in PY_LEXEME_CASES]
+
+
+python_lexeme_bytes = st.lists(
+    st.sampled_from([b'"', b"'", b'"""', b"'''", b"#", b"\\", b"\n", b"a", b" "]),
+    max_size=60,
+).map(b"".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(python_lexeme_bytes, min_size=1, max_size=4))
+def test_python_lexemes_equal_the_regex(files: list[bytes]) -> None:
+    """Any mix of quotes, hashes, backslashes and newlines, several files at once: the
+    regex's spans."""
+    expected = [reference_lexemes(f, PY_LEXEMES) for f in files]
+    assert array_lexemes(files, python_lexemes) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([b" ", b" " * 4, b" " * 8, b"\t", b"x", b"\n"]), max_size=80).map(
+        b"".join
+    ),
+    st.sampled_from([b" ", b" \t"]),
+    st.data(),
+)
+def test_first_not_in_finds_the_first_byte_not_skipped(
+    data: bytes, skipped: bytes, draw: st.DataObject
+) -> None:
+    """Lines of indentation-like bytes, and any spans of them: the first byte not skipped,
+    or the span's end, as a byte-by-byte scan finds it (whatever runs of spaces are stepped
+    over at once)."""
+    newlines = [i for i, byte in enumerate(data) if byte == 10]
+    spans = list(zip([0] + [i + 1 for i in newlines], [*newlines, len(data)], strict=True))
+    position = st.integers(0, len(data))
+    spans += draw.draw(st.lists(st.tuples(position, position).map(sorted), max_size=10))
+    skip = np.zeros(256, dtype=bool)
+    skip[list(skipped)] = True
+    expected = []
+    for start, end in spans:
+        at = start
+        while at < end and data[at] in skipped:
+            at += 1
+        expected.append(at)
+    starts = np.array([s for s, _ in spans], dtype=np.int64)
+    ends = np.array([e for _, e in spans], dtype=np.int64)
+    a = np.frombuffer(data, dtype=np.uint8)
+    assert first_not_in(a, starts, ends, skip).tolist() == expected

@@ -1,0 +1,77 @@
+"""Fixtures: real pygit2 repositories built from dicts of path -> bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pygit2
+import pytest
+
+Files = Mapping[str, bytes]
+
+
+def _tree(repo: pygit2.Repository, files: Files) -> pygit2.Oid:
+    nested: dict[str, object] = {}
+    for path, data in files.items():
+        node = nested
+        *dirs, name = path.split("/")
+        for d in dirs:
+            node = node.setdefault(d, {})  # type: ignore[assignment]
+        node[name] = data
+
+    def write(node: dict[str, object]) -> pygit2.Oid:
+        builder = repo.TreeBuilder()
+        for name, value in sorted(node.items()):
+            if isinstance(value, dict):
+                builder.insert(name, write(value), pygit2.enums.FileMode.TREE)
+            else:
+                assert isinstance(value, bytes)
+                builder.insert(name, repo.create_blob(value), pygit2.enums.FileMode.BLOB)
+        return builder.write()
+
+    return write(nested)
+
+
+class RepoFactory:
+    """Creates a bare repository and commits whole file sets to it."""
+
+    def __init__(self, path: Path) -> None:
+        self.repo = pygit2.init_repository(str(path), bare=True)
+        self._parent: list[pygit2.Oid] = []
+
+    def commit(self, files: Files, message: str = "commit") -> str:
+        """Commit exactly `files` (a full snapshot) on main; returns the commit sha."""
+        sig = pygit2.Signature("t", "t@example.com", 1_700_000_000 + len(self._parent), 0)
+        oid = self.repo.create_commit(
+            "refs/heads/main", sig, sig, message, _tree(self.repo, files), self._parent
+        )
+        self._parent = [oid]
+        return str(oid)
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path) -> Callable[[str], RepoFactory]:
+    """A factory of fresh bare repositories under tmp_path."""
+
+    def make(name: str = "repo") -> RepoFactory:
+        return RepoFactory(tmp_path / f"{name}.git")
+
+    return make
+
+
+def handler_files(n: int) -> dict[str, bytes]:
+    """`n` small Python modules, one handler each: blobs enough for two build workers."""
+    return {
+        f"pkg/mod_{i:03d}.py": f"def handler_{i}(req):\n    return route_{i % 7}(req)\n".encode()
+        for i in range(n)
+    }
+
+
+@pytest.fixture
+def two_workers_on_small_repos(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Builds with two workers split from 10 blobs on, taking runs of 200 bytes."""
+    from worker.index.store import build
+
+    monkeypatch.setattr(build, "MIN_BLOBS_PER_WORKER", 10)
+    monkeypatch.setattr(build, "STEAL_BYTES", 200)

@@ -1,0 +1,412 @@
+"""Index build, persistence, incremental reuse, on-demand indexing, ranking sanity."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import cast
+
+import pygit2
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.worker.index.conftest import RepoFactory, handler_files
+from worker.errors import Timeout
+from worker.index import CommitIndex, IndexStore, SearchHit, build_commit_index
+from worker.index.analysis.segment_builder import BlobSource, SegmentBuilder
+from worker.index.store import build as build_module
+from worker.index.store import build_workers
+from worker.index.store.segment import Segment, release_mapped_pages, segment_id
+
+REPO_ID = "acme/widgets"
+
+FILES = {
+    "src/auth/tokens.py": b'''"""Token helpers."""
+import hmac
+
+
+def rotate_csrf_token(request):
+    """Rotate the CSRF token after login so a fixated token stops working."""
+    request.meta["CSRF_COOKIE"] = new_token()
+
+
+def new_token():
+    return hmac.new(b"k").hexdigest()
+''',
+    "src/auth/login.py": b'''from .tokens import rotate_csrf_token
+
+
+class LoginView:
+    """Logs a user in."""
+
+    def post(self, request):
+        user = authenticate(request)
+        rotate_csrf_token(request)
+        return user
+''',
+    "src/http/router.go": b"""package http
+
+// Router dispatches requests to handlers by URL pattern.
+type Router struct {
+\troutes map[string]Handler
+}
+
+func (r *Router) Dispatch(path string) Handler {
+\treturn r.routes[path]
+}
+""",
+    "src/db/pool.c": b"""/* connection pool */
+struct pool {
+\tint size;
+};
+
+int pool_acquire(struct pool *p)
+{
+\treturn p->size--;
+}
+""",
+    "docs/guide.md": b"# Guide\n\nThe router dispatches each URL to a handler.\n",
+    "assets/logo.png": b"\x89PNG\r\n\x1a\n\x00\x00binary",
+}
+
+
+def take(hits: Iterator[SearchHit], n: int = 50) -> list[SearchHit]:
+    out = []
+    for hit in hits:
+        out.append(hit)
+        if len(out) >= n:
+            break
+    return out
+
+
+def open_index(cache: Path, repo: pygit2.Repository, commit: str, **kw: object) -> CommitIndex:
+    store = IndexStore(cache, **kw)  # type: ignore[arg-type]
+    return store.open(REPO_ID, repo, commit, deadline=time.monotonic() + 60)
+
+
+@pytest.fixture
+def widgets(make_repo: Callable[[str], RepoFactory]) -> tuple[RepoFactory, str]:
+    factory = make_repo("widgets")
+    return factory, factory.commit(FILES)
+
+
+def test_defining_file_ranks_first(widgets: tuple[RepoFactory, str], tmp_path: Path) -> None:
+    """The file defining the asked-for function comes first, its definition as the hit."""
+    factory, commit = widgets
+    build_commit_index(tmp_path / "cache", REPO_ID, factory.repo, commit)
+    index = open_index(tmp_path / "cache", factory.repo, commit)
+    hits = take(index.ranked("where is rotate_csrf_token defined"))
+    assert hits[0].path == "src/auth/tokens.py"
+    assert hits[0].symbol == "rotate_csrf_token"
+    assert (hits[0].start_line, hits[0].end_line) == (5, 7)
+    assert hits[0].language == "python"
+    blob = factory.repo[factory.repo.revparse_single(f"{commit}:src/auth/tokens.py").id]
+    assert hits[0].blob == str(blob.id)
+    go = take(index.ranked("router dispatch handler by URL"))
+    assert go[0].path == "src/http/router.go"
+    assert go[0].symbol in {"Router.Dispatch", "Router"}
+
+
+def test_results_are_diverse_across_files(widgets: tuple[RepoFactory, str], tmp_path: Path) -> None:
+    """A file's second chunk never comes before another matching file's first chunk."""
+    factory, commit = widgets
+    index = open_index(tmp_path / "cache", factory.repo, commit)
+    hits = take(index.ranked("csrf token rotate login"))
+    paths = [h.path for h in hits]
+    first_seen = list(dict.fromkeys(paths))
+    assert first_seen[:2] == paths[:2]
+    assert set(first_seen[:2]) == {"src/auth/tokens.py", "src/auth/login.py"}
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_extensions_filter(widgets: tuple[RepoFactory, str], tmp_path: Path) -> None:
+    """Only files with the requested extensions are ranked."""
+    factory, commit = widgets
+    index = open_index(tmp_path / "cache", factory.repo, commit)
+    hits = take(index.ranked("router dispatch URL handler", extensions=frozenset({".md"})))
+    assert hits
+    assert {h.path for h in hits} == {"docs/guide.md"}
+
+
+def test_deterministic(widgets: tuple[RepoFactory, str], tmp_path: Path) -> None:
+    """The same query twice gives the same hits in the same order."""
+    factory, commit = widgets
+    index = open_index(tmp_path / "cache", factory.repo, commit)
+    assert take(index.ranked("token pool router")) == take(index.ranked("token pool router"))
+
+
+def test_binary_blobs_not_indexed(widgets: tuple[RepoFactory, str], tmp_path: Path) -> None:
+    """A blob with a NUL byte is never a hit, even when its path matches."""
+    factory, commit = widgets
+    index = open_index(tmp_path / "cache", factory.repo, commit)
+    assert all(h.path != "assets/logo.png" for h in take(index.ranked("logo png assets")))
+
+
+def test_oversized_blobs_not_indexed(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path
+) -> None:
+    """A blob over max_blob_bytes is skipped; smaller ones are indexed."""
+    factory = make_repo("big")
+    commit = factory.commit({"big.txt": b"zebra " * 400, "small.txt": b"zebra crossing"})
+    index = open_index(tmp_path / "cache", factory.repo, commit, max_blob_bytes=1000)
+    assert [h.path for h in take(index.ranked("zebra"))] == ["small.txt"]
+
+
+def test_non_utf8_text(make_repo: Callable[[str], RepoFactory], tmp_path: Path) -> None:
+    """Latin-1 text is indexed; spans count lines split on b"\\n" like the excerpt code."""
+    data = "caf\xe9 ol\xe9\n\nd\xe9j\xe0 vu\nfrobnicate_widget here\n".encode("latin-1")
+    factory = make_repo("latin")
+    commit = factory.commit(
+        {"notes.txt": data, "src/m.py": b"def f\xe9():\n    frobnicate_widget()\n"}
+    )
+    index = open_index(tmp_path / "cache", factory.repo, commit)
+    hits = take(index.ranked("frobnicate_widget"))
+    assert {h.path for h in hits} == {"notes.txt", "src/m.py"}
+    for hit in hits:
+        blob = cast(pygit2.Blob, factory.repo[pygit2.Oid(hex=hit.blob)])
+        excerpt = b"\n".join(blob.data.split(b"\n")[hit.start_line - 1 : hit.end_line])
+        assert b"frobnicate_widget" in excerpt
+    sym = next(h for h in hits if h.path == "src/m.py")
+    assert sym.symbol == "f\xe9"
+
+
+def test_persistence_round_trip_read_only(widgets: tuple[RepoFactory, str], tmp_path: Path) -> None:
+    """A stored index reopened from a read-only copy of the cache answers identically."""
+    factory, commit = widgets
+    cache = tmp_path / "cache"
+    build_commit_index(cache, REPO_ID, factory.repo, commit)
+    live = IndexStore(cache).open(REPO_ID, factory.repo, commit, deadline=time.monotonic() + 60)
+    copy = tmp_path / "ro"
+    shutil.copytree(cache, copy)
+    for root, dirs, files in os.walk(copy):
+        for name in dirs + files:
+            p = Path(root) / name
+            p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    copy.chmod(0o555)
+    try:
+        store = IndexStore(copy)
+        reopened = store.open(REPO_ID, factory.repo, commit, deadline=time.monotonic() + 60)
+        assert store.on_demand_builds == 0
+        for query in ("csrf token", "connection pool acquire", "router dispatch"):
+            assert take(reopened.ranked(query)) == take(live.ranked(query))
+    finally:
+        for root, dirs, _ in os.walk(copy):
+            for name in dirs:
+                (Path(root) / name).chmod(0o755)
+        copy.chmod(0o755)
+
+
+def _segment_oids(cache: Path, commit: str) -> dict[str, set[str]]:
+    base = cache / "index" / "acme" / "widgets"
+    manifest = json.loads((base / "commits" / commit / "manifest.json").read_text())
+    return {
+        s: {o.hex() for o in Segment.open(base / "segments" / s).oids()}
+        for s in manifest["segments"]
+    }
+
+
+def test_incremental_build_reuses_unchanged_blobs(
+    widgets: tuple[RepoFactory, str], tmp_path: Path
+) -> None:
+    """A second commit keeps the first commit's segment and analyses only its changed blob."""
+    factory, first = widgets
+    cache = tmp_path / "cache"
+    build_commit_index(cache, REPO_ID, factory.repo, first)
+    changed = dict(FILES)
+    changed["src/db/pool.c"] = (
+        FILES["src/db/pool.c"] + b"\nint pool_release(struct pool *p) { return 0; }\n"
+    )
+    del changed["docs/guide.md"]
+    second = factory.commit(changed)
+    build_commit_index(cache, REPO_ID, factory.repo, second)
+    before, after = _segment_oids(cache, first), _segment_oids(cache, second)
+    (base_id,) = before
+    assert base_id in after
+    new = {k: v for k, v in after.items() if k != base_id}
+    new_pool = str(factory.repo.revparse_single(f"{second}:src/db/pool.c").id)
+    assert list(new.values()) == [{new_pool}]
+    index = open_index(cache, factory.repo, second)
+    assert take(index.ranked("pool_release"))[0].path == "src/db/pool.c"
+    assert all(h.path != "docs/guide.md" for h in take(index.ranked("guide router URL")))
+    old = open_index(cache, factory.repo, first)
+    assert not [
+        h
+        for h in take(old.ranked("pool_release"))
+        if h.path == "src/db/pool.c" and h.start_line > 9
+    ]
+
+
+def test_on_demand_index_of_unindexed_commit(
+    widgets: tuple[RepoFactory, str], tmp_path: Path
+) -> None:
+    """A pinned commit without a stored index is built by the worker, reusing stored blobs."""
+    factory, first = widgets
+    cache = tmp_path / "cache"
+    build_commit_index(cache, REPO_ID, factory.repo, first)
+    second = factory.commit({**FILES, "src/new.py": b"def brand_new_feature():\n    pass\n"})
+    store = IndexStore(cache)
+    index = store.open(REPO_ID, factory.repo, second, deadline=time.monotonic() + 60)
+    assert store.on_demand_builds == 1
+    assert store.blobs_analysed == 1
+    assert not (cache / "index" / "acme" / "widgets" / "commits" / second).exists()
+    assert take(index.ranked("brand_new_feature"))[0].path == "src/new.py"
+    assert take(index.ranked("rotate_csrf_token"))[0].path == "src/auth/tokens.py"
+
+
+def test_on_demand_in_scratch_dir(widgets: tuple[RepoFactory, str], tmp_path: Path) -> None:
+    """With a scratch directory, the on-demand segment is written there and mapped."""
+    factory, commit = widgets
+    scratch = tmp_path / "scratch"
+    index = open_index(tmp_path / "empty-cache", factory.repo, commit, scratch_dir=scratch)
+    assert any(scratch.rglob("postings.arrow"))
+    assert take(index.ranked("pool_acquire"))[0].path == "src/db/pool.c"
+
+
+def test_unknown_format_version_rebuilds(widgets: tuple[RepoFactory, str], tmp_path: Path) -> None:
+    """An index whose format version is unknown is not read: the worker rebuilds on demand."""
+    factory, commit = widgets
+    cache = tmp_path / "cache"
+    build_commit_index(cache, REPO_ID, factory.repo, commit)
+    manifest_path = cache / "index" / "acme" / "widgets" / "commits" / commit / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["format_version"] = 999
+    manifest_path.write_text(json.dumps(manifest))
+    for seg_json in (cache / "index").rglob("segment.json"):
+        meta = json.loads(seg_json.read_text())
+        meta["format_version"] = 999
+        seg_json.write_text(json.dumps(meta))
+    store = IndexStore(cache)
+    index = store.open(REPO_ID, factory.repo, commit, deadline=time.monotonic() + 60)
+    assert store.on_demand_builds == 1
+    assert store.blobs_analysed == len(FILES)
+    assert take(index.ranked("rotate_csrf_token"))[0].path == "src/auth/tokens.py"
+
+
+def test_timeout_when_deadline_passed(widgets: tuple[RepoFactory, str], tmp_path: Path) -> None:
+    """On-demand indexing past the deadline raises Timeout with details."""
+    factory, commit = widgets
+    store = IndexStore(tmp_path / "cache")
+    with pytest.raises(Timeout) as caught:
+        store.open(REPO_ID, factory.repo, commit, deadline=time.monotonic() - 1)
+    assert caught.value.details["repo"] == REPO_ID
+    assert caught.value.details["commit"] == commit
+    assert store.cached() == []
+
+
+def test_lru_is_bounded(make_repo: Callable[[str], RepoFactory], tmp_path: Path) -> None:
+    """The store keeps at most lru_size indexes, dropping the least recently used."""
+    factory = make_repo("many")
+    commits = [factory.commit({"a.txt": f"version {i} of alpha".encode()}) for i in range(4)]
+    store = IndexStore(tmp_path / "cache", lru_size=2)
+    for c in commits[:3]:
+        store.open(REPO_ID, factory.repo, c, deadline=time.monotonic() + 60)
+    store.open(REPO_ID, factory.repo, commits[1], deadline=time.monotonic() + 60)
+    assert store.cached() == [(REPO_ID, commits[2]), (REPO_ID, commits[1])]
+    assert store.on_demand_builds == 3
+
+
+def test_released_pages_give_identical_results(
+    widgets: tuple[RepoFactory, str], tmp_path: Path
+) -> None:
+    """Dropping mapped index pages from the resident set changes no answer."""
+    factory, commit = widgets
+    build_commit_index(tmp_path / "cache", REPO_ID, factory.repo, commit)
+    index = open_index(tmp_path / "cache", factory.repo, commit)
+    before = take(index.ranked("csrf token rotate pool"))
+    assert release_mapped_pages() > 0
+    assert take(index.ranked("csrf token rotate pool")) == before
+
+
+def test_query_without_informative_terms_has_no_hits(
+    widgets: tuple[RepoFactory, str], tmp_path: Path
+) -> None:
+    """A query of stop words and punctuation ranks nothing."""
+    factory, commit = widgets
+    index = open_index(tmp_path / "cache", factory.repo, commit)
+    assert take(index.ranked("the * of a")) == []
+
+
+@pytest.mark.usefixtures("two_workers_on_small_repos")
+def test_workers_share_the_blobs_and_agree_with_one_process(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path
+) -> None:
+    """Two workers taking runs of blobs as they go: every blob in exactly one of their
+    segments (a worker that started late may have none), the same hits as one process."""
+    files = handler_files(120)
+    factory = make_repo("many")
+    commit = factory.commit(files)
+    shared = tmp_path / "shared"
+    build_commit_index(shared, REPO_ID, factory.repo, commit, workers=2)
+    alone = tmp_path / "alone"
+    build_commit_index(alone, REPO_ID, factory.repo, commit)
+    segments = list(_segment_oids(shared, commit).values())
+    assert 1 <= len(segments) <= 2
+    assert sum(map(len, segments)) == len(set().union(*segments))
+    assert set().union(*segments) == set().union(*_segment_oids(alone, commit).values())
+    for query in ("handler_17 req", "route_3"):
+        got = take(open_index(shared, factory.repo, commit).ranked(query))
+        want = take(open_index(alone, factory.repo, commit).ranked(query))
+        assert [(h.path, h.start_line, h.end_line) for h in got] == [
+            (h.path, h.start_line, h.end_line) for h in want
+        ]
+
+
+def test_workers_take_runs_that_shrink_towards_the_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs are STEAL_BYTES while much is left, a share of the rest near the end, and every
+    blob is taken exactly once."""
+    import itertools
+    import multiprocessing
+
+    sizes = [64 << 10] * 1000  # 64 MB of 64 KB blobs
+    ends = list(itertools.accumulate(sizes))
+    monkeypatch.setitem(build_workers._shared, "next", multiprocessing.get_context().Value("q", 0))
+    runs = []
+    while True:
+        start, stop = build_module._take(ends, build_module.STEAL_BYTES, 2)
+        if start >= stop:
+            break
+        runs.append((start, stop))
+    assert [i for a, b in runs for i in range(a, b)] == list(range(1000))
+    run_bytes = [sum(sizes[a:b]) for a, b in runs]
+    assert run_bytes[0] == build_module.STEAL_BYTES
+    assert run_bytes[-1] <= build_module.MIN_STEAL_BYTES
+    assert run_bytes == sorted(run_bytes, reverse=True)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.text(st.characters(blacklist_characters="\0"), min_size=1),
+            st.binary(min_size=20, max_size=20),
+        ),
+        max_size=50,
+    )
+)
+def test_blob_list_gives_back_the_same_paths_and_oids(items: list[tuple[str, bytes]]) -> None:
+    """The build workers' packed blob list unpacks to exactly the (path, oid) pairs it got."""
+    ends = list(range(1, len(items) + 1))
+    blob_list = build_module._BlobList.of(items, ends)
+    assert blob_list.items() == items
+    assert blob_list.ends.tolist() == ends
+
+
+def test_blob_locations_first_segment_wins() -> None:
+    """A blob in two segments is found in the first; one not indexable anywhere is skipped."""
+
+    def segment(blobs: list[tuple[bytes, bytes]]) -> Segment:
+        builder = SegmentBuilder(1 << 20)
+        builder.add(BlobSource(oid, f"f{i}.py", data) for i, (oid, data) in enumerate(blobs))
+        return Segment(segment_id([oid for oid, _ in blobs]), builder.tables())
+
+    shared, only_second, binary = b"a" * 20, b"b" * 20, b"c" * 20
+    first = segment([(binary, b"\0\1\2"), (shared, b"def f():\n    return 1\n")])
+    second = segment([(only_second, b"x = 1\n"), (shared, b"def f():\n    return 1\n")])
+    where, skipped = build_module.blob_locations([first, second])
+    assert where == {shared: (0, 1), only_second: (1, 0)}
+    assert skipped == {binary}

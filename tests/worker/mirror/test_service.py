@@ -1,0 +1,155 @@
+"""Tests of `repo-reader mirror serve`: admin requests over NATS and scheduled syncs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import msgspec
+import pygit2
+import pytest
+
+from contracts import RebuildIndexRequest, RebuildIndexResponse, Subject, SyncRequest, SyncResponse
+from tests.support.cache import MirroredCache, SourceFactory
+from tests.support.gitrepos import commit
+from tests.support.workers import PROJECT_ROOT
+from worker.client import RepoReaderClient
+from worker.errors import AccessDenied, RevisionNotFound
+from worker.repos.layout import CacheLayout
+from worker.service.embedded_nats import EmbeddedNats
+
+T = TypeVar("T", bound=msgspec.Struct)
+
+
+class MirrorProcess:
+    """`python -m worker.cli.main mirror serve` on a cache."""
+
+    def __init__(self, cache: Path, url: str, interval: float) -> None:
+        self.ready = cache.parent / "mirror.ready"
+        self.log = cache.parent / "mirror.log"
+        command = [
+            sys.executable, "-m", "worker.cli.main", "--cache", str(cache), "mirror", "serve",
+            "--nats", url, "--interval", str(interval), "--ready-file", str(self.ready),
+        ]  # fmt: skip
+        env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while not self.ready.exists():
+            assert self.process.poll() is None, self.log.read_text()
+            assert time.monotonic() < deadline, self.log.read_text()
+            time.sleep(0.05)
+
+    def stop(self) -> int:
+        self.process.terminate()
+        return self.process.wait(timeout=60)
+
+
+@pytest.fixture
+def source(make_source: SourceFactory) -> tuple[Path, str]:
+    return make_source("sample")
+
+
+@pytest.fixture
+def mirror_process(
+    nats_server: EmbeddedNats, cache: MirroredCache, source: tuple[Path, str]
+) -> Iterator[MirrorProcess]:
+    cache.add("acme/sample", source[0])
+    process = MirrorProcess(cache.root, nats_server.url, interval=0)
+    yield process
+    process.stop()
+
+
+async def call(url: str, subject: Subject, request: msgspec.Struct, response_type: type[T]) -> T:
+    async with await RepoReaderClient.connect(url, timeout=60, attempts=1) as client:
+        (response,) = await client.call(subject, request, response_type)
+        return response
+
+
+def test_admin_sync_fetches_new_commits(
+    nats_server: EmbeddedNats,
+    mirror_process: MirrorProcess,
+    cache: MirroredCache,
+    source: tuple[Path, str],
+) -> None:
+    """admin.sync brings a new upstream commit into the cache and reports the move."""
+    path, first = source
+    newer = commit(pygit2.Repository(str(path)), {"sample/more.py": "def more():\n    pass\n"})
+    response = asyncio.run(call(nats_server.url, Subject.ADMIN_SYNC, SyncRequest(), SyncResponse))
+    (result,) = response.results
+    assert (result.repo, result.previous_head, result.head, result.index_seconds > 0) == (
+        "acme/sample",
+        first,
+        newer,
+        True,
+    )
+    state = CacheLayout(cache.root).read_state("acme/sample")
+    assert state is not None
+    assert state.head == newer
+
+
+def test_admin_rebuild_index(
+    nats_server: EmbeddedNats, mirror_process: MirrorProcess, source: tuple[Path, str]
+) -> None:
+    """admin.rebuild_index re-indexes the head, or a pinned revision; unknown ones are refused."""
+    _, head = source
+    done = asyncio.run(
+        call(
+            nats_server.url,
+            Subject.ADMIN_REBUILD_INDEX,
+            RebuildIndexRequest(repo="acme/sample"),
+            RebuildIndexResponse,
+        )
+    )
+    assert done.commit == head
+    with pytest.raises(RevisionNotFound):
+        asyncio.run(
+            call(
+                nats_server.url,
+                Subject.ADMIN_REBUILD_INDEX,
+                RebuildIndexRequest(repo="acme/sample", revision="nope"),
+                RebuildIndexResponse,
+            )
+        )
+    with pytest.raises(AccessDenied):
+        asyncio.run(
+            call(
+                nats_server.url,
+                Subject.ADMIN_SYNC,
+                SyncRequest(repos=("acme/other",)),
+                SyncResponse,
+            )
+        )
+
+
+def test_scheduled_syncs_follow_upstream(
+    nats_server: EmbeddedNats, cache: MirroredCache, source: tuple[Path, str]
+) -> None:
+    """With an interval, the mirror picks up upstream commits on its own."""
+    path, _ = source
+    cache.add("acme/sample", path)
+    process = MirrorProcess(cache.root, nats_server.url, interval=0.5)
+    try:
+        newer = commit(pygit2.Repository(str(path)), {"sample/later.py": "x = 1\n"})
+        deadline = time.monotonic() + 30
+        while (
+            state := CacheLayout(cache.root).read_state("acme/sample")
+        ) is None or state.head != newer:
+            assert time.monotonic() < deadline, process.log.read_text()
+            time.sleep(0.2)
+    finally:
+        assert process.stop() == 0
+    events = [
+        json.loads(line)["event"]
+        for line in process.log.read_text().splitlines()
+        if line.startswith("{")
+    ]
+    assert "mirror.synced" in events
+    assert "worker.drained" in events

@@ -1,0 +1,198 @@
+"""Tests of the mirror: full-history bare clones, fetches, default branches, atomic publication."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from tests.support.cache import SAMPLE_FILES
+from tests.support.gitrepos import commit, init_repo
+from tests.worker.licenses.conftest import license_text
+from worker.config import ConfigError
+from worker.mirror.sync import Mirror, SyncError, SyncResult
+from worker.repos.catalog import RepoCatalog
+from worker.repos.layout import CacheLayout, IdentifiedLicenses
+
+
+def source_repo(path: Path, *, default: str = "main") -> pygit2.Repository:
+    repo = init_repo(path)
+    first = commit(repo, SAMPLE_FILES, message="first")
+    commit(repo, {"sample/extra.py": "def extra():\n    return 1\n"}, message="second")
+    repo.references.create("refs/tags/v1", pygit2.Oid(hex=first))
+    repo.references.create("refs/heads/feature", pygit2.Oid(hex=first))
+    if default != "main":
+        repo.branches.local["main"].rename(default)
+        repo.set_head(f"refs/heads/{default}")
+    return repo
+
+
+def synced_mirror(tmp_path: Path) -> tuple[Mirror, SyncResult]:
+    """A mirror of the source repository at tmp_path/src as acme/tool, after its first sync."""
+    mirror = Mirror(tmp_path / "cache", tmp_path / "cache" / "repo-reader.toml")
+    mirror.add("acme/tool", str(tmp_path / "src"))
+    (result,) = mirror.sync()
+    return mirror, result
+
+
+def test_sync_mirrors_full_history(tmp_path: Path) -> None:
+    """A first sync makes a bare mirror of every branch, tag and commit, and publishes state."""
+    source = source_repo(tmp_path / "src", default="trunk")
+    messages: list[str] = []
+    mirror = Mirror(
+        tmp_path / "cache",
+        tmp_path / "cache" / "repo-reader.toml",
+        progress=lambda _n, m: messages.append(m),
+    )
+    mirror.add("acme/tool", str(tmp_path / "src"))
+    (result,) = mirror.sync()
+    layout = CacheLayout(tmp_path / "cache")
+    mirrored = pygit2.Repository(str(layout.repo_dir("acme/tool")))
+    assert mirrored.is_bare
+    assert set(mirrored.references) == {"refs/heads/trunk", "refs/heads/feature", "refs/tags/v1"}
+    head = str(source.head.target)
+    assert result.head == head
+    assert result.previous_head is None
+    assert len(list(mirrored.walk(mirrored[head].id))) == 2
+    state = layout.read_state("acme/tool")
+    assert state is not None
+    assert (state.default_ref, state.head, state.indexed_commit, state.license) == (
+        "refs/heads/trunk",
+        head,
+        head,
+        "MIT",
+    )
+    assert any(m.startswith("receiving objects") for m in messages)
+    assert any(m.startswith("indexing") for m in messages)
+
+
+def test_resync_fetches_and_prunes(tmp_path: Path) -> None:
+    """A later sync brings new commits, moves the published head and drops deleted branches."""
+    source = source_repo(tmp_path / "src")
+    mirror, first = synced_mirror(tmp_path)
+    newer = commit(source, {"sample/third.py": "x = 3\n"}, message="third")
+    source.references.delete("refs/heads/feature")
+    (second,) = mirror.sync(["acme/tool"])
+    assert (second.previous_head, second.head) == (first.head, newer)
+    mirrored = pygit2.Repository(str(CacheLayout(tmp_path / "cache").repo_dir("acme/tool")))
+    assert "refs/heads/feature" not in set(mirrored.references)
+    state = CacheLayout(tmp_path / "cache").read_state("acme/tool")
+    assert state is not None
+    assert state.head == newer
+
+
+def test_failed_first_sync_leaves_nothing(tmp_path: Path) -> None:
+    """A clone that fails leaves no repository, no temporary directory and no state."""
+    mirror = Mirror(tmp_path / "cache", tmp_path / "cache" / "repo-reader.toml")
+    mirror.add("acme/ghost", str(tmp_path / "does-not-exist"))
+    with pytest.raises(SyncError, match="acme/ghost"):
+        mirror.sync()
+    owner_dir = tmp_path / "cache" / "repos" / "acme"
+    assert not owner_dir.exists() or list(owner_dir.iterdir()) == []
+    assert CacheLayout(tmp_path / "cache").read_state("acme/ghost") is None
+
+
+def test_failed_resync_keeps_the_published_state(tmp_path: Path) -> None:
+    """When a fetch fails, readers keep seeing the last good sync."""
+    source_repo(tmp_path / "src")
+    mirror = Mirror(tmp_path / "cache", tmp_path / "cache" / "repo-reader.toml")
+    mirror.add("acme/tool", str(tmp_path / "src"))
+    mirror.sync()
+    before = CacheLayout(tmp_path / "cache").state_file("acme/tool").read_bytes()
+    (tmp_path / "src").rename(tmp_path / "moved")
+    with pytest.raises(SyncError):
+        mirror.sync()
+    assert CacheLayout(tmp_path / "cache").state_file("acme/tool").read_bytes() == before
+
+
+def test_add_appends_to_the_config_and_refuses_duplicates(tmp_path: Path) -> None:
+    """Registering keeps the existing config text; a second registration of a name is refused."""
+    config = tmp_path / "repo-reader.toml"
+    config.write_text("# ceilings chosen by ops\n[limits]\nmax_repos = 40\n")
+    mirror = Mirror(tmp_path / "cache", config)
+    mirror.add("acme/tool", "https://example.invalid/acme/tool.git")
+    text = config.read_text()
+    assert text.startswith("# ceilings chosen by ops\n[limits]\nmax_repos = 40\n")
+    assert Mirror(tmp_path / "cache", config).config.repo("acme/tool") is not None
+    with pytest.raises(ConfigError, match="already registered"):
+        mirror.add("ACME/tool", "/elsewhere")
+    with pytest.raises(SyncError, match="not registered"):
+        mirror.sync(["acme/other"])
+
+
+def test_repositories_of_another_owner_are_mirrored_and_served(tmp_path: Path) -> None:
+    """A source and a cache written by another uid still open (the container case)."""
+    source_repo(tmp_path / "src")
+    for path in [tmp_path / "src", *(tmp_path / "src").rglob("*")]:
+        os.chown(path, 4242, 4242, follow_symlinks=False)
+    mirror = Mirror(tmp_path / "cache", tmp_path / "cache" / "repo-reader.toml")
+    mirror.add("acme/tool", str(tmp_path / "src"))
+    (result,) = mirror.sync()
+    for path in [tmp_path / "cache", *(tmp_path / "cache").rglob("*")]:
+        os.chown(path, 4343, 4343, follow_symlinks=False)
+    catalog = RepoCatalog(mirror.config, mirror.layout)
+    assert catalog.resolve("acme/tool").commit == result.head
+
+
+def test_sync_publishes_identified_license_files(tmp_path: Path) -> None:
+    """A sync publishes the identification of every license file in the head, by blob id."""
+    source = source_repo(tmp_path / "src")
+    commit(source, {"vendor/lib/COPYING": license_text("GPL-3.0-only")}, message="vendored")
+    _, result = synced_mirror(tmp_path)
+    tree = source[result.head].peel(pygit2.Tree)
+    licenses = CacheLayout(tmp_path / "cache").read_licenses("acme/tool")
+    assert licenses == IdentifiedLicenses(
+        commit=result.head,
+        texts={
+            str((tree / "LICENSE").id): "MIT",
+            str((tree / "vendor/lib/COPYING").id): "GPL-3.0-only",
+        },
+    )
+
+
+def test_resync_reuses_identified_license_files(tmp_path: Path) -> None:
+    """A later sync takes the last sync's answers for unchanged license texts as they are."""
+    source = source_repo(tmp_path / "src")
+    mirror, first = synced_mirror(tmp_path)
+    layout = CacheLayout(tmp_path / "cache")
+    license_id = str((source[first.head].peel(pygit2.Tree) / "LICENSE").id)
+    # An answer no identification of the MIT text gives: it can only have been reused.
+    layout.write_licenses(
+        "acme/tool", IdentifiedLicenses(commit=first.head, texts={license_id: "0BSD"})
+    )
+    newer = commit(source, {"sample/third.py": "x = 3\n"}, message="third")
+    mirror.sync(["acme/tool"])
+    state = layout.read_state("acme/tool")
+    assert state is not None
+    assert (state.head, state.license) == (newer, "0BSD")
+    assert layout.read_licenses("acme/tool") == IdentifiedLicenses(
+        commit=newer, texts={license_id: "0BSD"}
+    )
+
+
+def test_unreadable_license_file_is_identified_again(tmp_path: Path) -> None:
+    """A damaged identification file is read as none: the next sync identifies and rewrites it."""
+    source = source_repo(tmp_path / "src")
+    mirror, first = synced_mirror(tmp_path)
+    layout = CacheLayout(tmp_path / "cache")
+    layout.licenses_file("acme/tool").write_bytes(b'{"commit": 7')
+    assert layout.read_licenses("acme/tool") is None
+    mirror.sync(["acme/tool"])
+    license_id = str((source[first.head].peel(pygit2.Tree) / "LICENSE").id)
+    assert layout.read_licenses("acme/tool") == IdentifiedLicenses(
+        commit=first.head, texts={license_id: "MIT"}
+    )
+
+
+def test_a_sync_with_several_index_workers_builds_in_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sync with several index workers starts them during its fetch and builds in them."""
+    repo = source_repo(tmp_path / "src")
+    commit(repo, {f"src/m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(50)})
+    monkeypatch.setattr(Mirror, "_index_workers", lambda self: 2)
+    _, result = synced_mirror(tmp_path)
+    assert result.index_workers == 2
+    assert result.index_seconds > 0

@@ -1,0 +1,44 @@
+"""Tests of revision resolution and per-thread repository handles."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pygit2
+
+from tests.support.cache import SAMPLE_FILES, MirroredCache, SourceFactory
+from tests.support.gitrepos import commit, init_repo
+from worker.repos.catalog import RepoCatalog, resolve_revision
+
+
+def test_resolve_revision(tmp_path: Path) -> None:
+    """Branches, lightweight and annotated tags and sha prefixes resolve; anything else is None."""
+    repo = init_repo(tmp_path / "r")
+    first = commit(repo, SAMPLE_FILES)
+    second = commit(repo, {"a.txt": "a"})
+    repo.references.create("refs/tags/light", pygit2.Oid(hex=first))
+    repo.create_tag(
+        "heavy", pygit2.Oid(hex=first), pygit2.enums.ObjectType.COMMIT, repo.default_signature, "m"
+    )
+    assert resolve_revision(repo, "main") == second
+    assert resolve_revision(repo, "light") == first
+    assert resolve_revision(repo, "heavy") == first
+    assert resolve_revision(repo, first) == first
+    assert resolve_revision(repo, first[:8]) == first
+    tree_id = str(repo[first].peel(pygit2.Commit).tree.id)
+    for revision in ("nope", "0000000", tree_id, "main/../main", "-x"):
+        assert resolve_revision(repo, revision) is None
+
+
+def test_each_thread_gets_its_own_handle(cache: MirroredCache, make_source: SourceFactory) -> None:
+    """pygit2 handles are never shared between threads."""
+    source, _ = make_source("sample")
+    cache.add("acme/sample", source)
+    catalog = RepoCatalog(cache.config, cache.mirror.layout)
+    handles: list[pygit2.Repository] = []
+    thread = threading.Thread(target=lambda: handles.append(catalog.open("acme/sample")))
+    thread.start()
+    thread.join()
+    assert catalog.open("acme/sample") is catalog.open("acme/sample")
+    assert handles[0] is not catalog.open("acme/sample")

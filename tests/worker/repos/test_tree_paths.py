@@ -1,0 +1,94 @@
+"""Tests of paths inside a git tree: validation as text, walking object by object, link targets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pygit2
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.support.gitrepos import Symlink, make_repo
+from worker.errors import InvalidRequest, NotFound
+from worker.repos.tree_paths import find_entry, resolve_link_target, split_repo_path
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> pygit2.Tree:
+    repo, head = make_repo(
+        tmp_path / "repo",
+        {"src/app.py": "x = 1\n", "link": Symlink("src"), "README": "hi\n"},
+    )
+    return repo[head].peel(pygit2.Commit).tree
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("/etc/passwd", "absolute path"),
+        ("../secret", "'..' segment"),
+        ("src/../../x", "'..' segment"),
+        ("./src", "'.' segment"),
+        ("src//app.py", "empty segment"),
+        ("src/", "empty segment"),
+        ("src\\app.py", "backslash"),
+        ("src/app.py\0", "control character"),
+        ("", "empty"),
+    ],
+)
+def test_paths_that_could_leave_the_tree_are_refused(path: str, reason: str) -> None:
+    """Traversal, absolute paths and ambiguous spellings are INVALID_REQUEST naming the field."""
+    with pytest.raises(InvalidRequest) as error:
+        split_repo_path(path, field="path")
+    assert error.value.details == {"field": "path", "reason": reason}
+
+
+@given(st.lists(st.text(alphabet="ab./\\", min_size=0, max_size=4), min_size=1, max_size=4))
+def test_accepted_paths_have_only_plain_segments(parts: list[str]) -> None:
+    """Whatever is accepted splits into non-empty segments that are neither '.' nor '..'."""
+    path = "/".join(parts)
+    try:
+        segments = split_repo_path(path)
+    except InvalidRequest:
+        return
+    assert all(s and s not in (".", "..") and "\\" not in s for s in segments)
+    assert "/".join(segments) == path
+
+
+def test_entries_are_found_by_walking_tree_objects(tree: pygit2.Tree) -> None:
+    """Files, directories and symlinks are found with their kind; the root has no segments."""
+    assert find_entry(tree, ("src", "app.py")).kind == "file"
+    assert find_entry(tree, ("src",)).kind == "directory"
+    assert find_entry(tree, ("link",)).kind == "symlink"
+    assert find_entry(tree, ()).kind == "directory"
+
+
+def test_a_symlink_inside_a_path_is_never_followed(tree: pygit2.Tree) -> None:
+    """`link/app.py` is NOT_FOUND although `link` points at `src`: links are not directories."""
+    with pytest.raises(NotFound) as error:
+        find_entry(tree, ("link", "app.py"))
+    assert error.value.details["blocked_by"] == "symlink"
+    with pytest.raises(NotFound) as missing:
+        find_entry(tree, ("src", "nope.py"))
+    assert missing.value.details["missing"] == "src/nope.py"
+
+
+@pytest.mark.parametrize(
+    ("link", "target", "resolved"),
+    [
+        ("a/link", "b.txt", "a/b.txt"),
+        ("a/b/link", "../c", "a/c"),
+        ("link", "./src/./app.py", "src/app.py"),
+        ("a/link", "../../etc/passwd", None),
+        ("link", "/etc/passwd", None),
+        ("link", "..", None),
+        ("a/link", "..", None),
+        ("link", "", None),
+    ],
+)
+def test_link_targets_resolve_only_inside_the_tree(
+    link: str, target: str, resolved: str | None
+) -> None:
+    """A target resolves to an in-tree path by string arithmetic, or to None if it leaves."""
+    assert resolve_link_target(link, target) == resolved

@@ -1,0 +1,1 @@
+"""The capabilities a worker serves, each answering with a Struct: research and the agent tools."""

@@ -1,0 +1,1 @@
+"""The `code.search` capability: compiled queries, index-preselected files, ranked hits."""

@@ -1,0 +1,171 @@
+"""Compiling a caller's query and path glob with RE2, and finding matching lines in a blob.
+
+RE2 runs in time linear in the text, whatever the pattern, so a hostile pattern such as
+`(a+)+$` cannot make a worker backtrack for ever; patterns RE2 rejects (backreferences,
+lookaround) or that need more than the memory budget are refused as INVALID_REQUEST.
+Matching is line by line (RE2's `never_nl`: no match spans a line break), as grep does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+import re2
+
+from worker.errors import InvalidRequest
+from worker.index.views.queryplan import TrigramQuery, plan_literal, plan_regex
+
+_WORD: Final = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+@dataclass(frozen=True, slots=True)
+class LineMatch:
+    """The first match on one line: byte offsets in the blob, and its line number."""
+
+    line_number: int
+    line_start: int
+    line_end: int
+    match_start: int
+    match_end: int
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledQuery:
+    """A query ready to run: the RE2 program and the trigram plan that preselects files."""
+
+    regex: Any
+    plan: TrigramQuery
+    needle: str | None
+    """The literal query lowercased (for ranking file names), None for a regex."""
+
+    def lines(self, data: bytes) -> Iterator[LineMatch]:
+        """The first match of every matching line of `data`, in order."""
+        search = self.regex.search
+        position, line_number, counted_to = 0, 1, 0
+        size = len(data)
+        while position <= size:
+            found = search(data, position)
+            if found is None:
+                return
+            start, end = found.span()
+            if start == size and (size == 0 or data[size - 1] == 0x0A):
+                return  # an empty match after the final line break is not on a line
+            line_number += data.count(b"\n", counted_to, start)
+            counted_to = start
+            line_start = data.rfind(b"\n", 0, start) + 1
+            line_end = data.find(b"\n", end)
+            if line_end < 0:
+                line_end = size
+            yield LineMatch(line_number, line_start, line_end, start, end)
+            position = line_end + 1
+
+
+def compile_query(query: str, *, regex: bool, ignore_case: bool, max_mem: int) -> CompiledQuery:
+    """The compiled query, or InvalidRequest naming `query` and RE2's complaint."""
+    if "\n" in query or "\r" in query:
+        raise InvalidRequest(
+            "query: a line break can never match (search is line by line)",
+            field="query",
+            reason="line-break",
+        )
+    options = re2.Options()
+    options.never_nl = True
+    options.log_errors = False
+    options.max_mem = max_mem
+    options.case_sensitive = not ignore_case
+    # (?m): `^` and `$` match at line boundaries, as in grep.
+    pattern = f"(?m){query}" if regex else re2.escape(query)
+    try:
+        program = re2.compile(pattern.encode(), options)
+    except re2.error as exc:
+        reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise InvalidRequest(
+            f"query: not an RE2 regular expression this server runs: {reason}",
+            field="query",
+            reason=reason,
+        ) from None
+    plan = (
+        plan_regex(query, ignore_case=ignore_case)
+        if regex
+        else plan_literal(query, ignore_case=ignore_case)
+    )
+    return CompiledQuery(regex=program, plan=plan, needle=None if regex else query.lower())
+
+
+def is_whole_word(data: bytes, start: int, end: int) -> bool:
+    """Whether data[start:end] is non-empty and starts and ends on word boundaries.
+
+    As RE2's `\\b` would have it: an edge that is a word character must not continue a word
+    (`kmalloc(` is whole in `kmalloc(size)`, not in `xkmalloc(size)`).
+    """
+    if end <= start:
+        return False
+    if data[start] in _WORD and start > 0 and data[start - 1] in _WORD:
+        return False
+    return not (data[end - 1] in _WORD and end < len(data) and data[end] in _WORD)
+
+
+def compile_path_filter(glob: str, *, field: str = "path") -> Callable[[str], bool]:
+    """Whether a path is selected by `glob`.
+
+    A glob without wildcards selects that file or everything under that directory. With
+    wildcards, `*` and `?` stay within a segment, `**` spans segments, `[...]` is a class;
+    a glob without `/` is matched against file names, any other against whole paths.
+    """
+    if glob.startswith("/") or "\\" in glob or "\0" in glob:
+        raise InvalidRequest(
+            f"{field}: {glob!r} must be a relative path or glob inside the repository",
+            field=field,
+        )
+    if any(segment in (".", "..") for segment in glob.split("/")):
+        raise InvalidRequest(f"{field}: {glob!r} has a '.' or '..' segment", field=field)
+    if not any(ch in glob for ch in "*?["):
+        prefix = glob.rstrip("/")
+        return lambda path: path == prefix or path.startswith(prefix + "/")
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        program = re2.compile(_glob_to_regex(glob), options)
+    except re2.error:
+        raise InvalidRequest(f"{field}: {glob!r} is not a valid glob", field=field) from None
+    match = program.fullmatch
+    if "/" not in glob:
+        return lambda path: match(path.rsplit("/", 1)[-1]) is not None
+    return lambda path: match(path) is not None
+
+
+def _glob_to_regex(glob: str) -> str:
+    parts: list[str] = []
+    i = 0
+    while i < len(glob):
+        char = glob[i]
+        if glob.startswith("**/", i):
+            parts.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            parts.append(".*")
+            i += 2
+        elif char == "*":
+            parts.append("[^/]*")
+            i += 1
+        elif char == "?":
+            parts.append("[^/]")
+            i += 1
+        elif char == "[":
+            end = glob.find("]", i + 2)
+            if end < 0:
+                parts.append(re.escape(char))
+                i += 1
+                continue
+            body = glob[i + 1 : end]
+            negate = body.startswith("!")
+            body = re.sub(r"([\\\]\[^])", r"\\\1", body[1:] if negate else body)
+            parts.append(f"[{'^' if negate else ''}{body}]")
+            i = end + 1
+        else:
+            parts.append(re.escape(char))
+            i += 1
+    return "".join(parts)

@@ -1,0 +1,412 @@
+"""The `code.search` capability: index-preselected files, RE2-verified lines, ranked hits.
+
+Ranking (deterministic; ties broken by path, then line number):
+
+    score = 0.6 * line quality + 0.4 * file prior            (both in [0, 1])
+    line quality = 0.5 + 0.3 if the match is a whole word + 0.2 if the line defines something
+    file prior   = 0.5 + 0.2 * shallowness + 0.3 if a literal query is in the file name
+                   - 0.3 under test, vendor or fixture directories
+
+A file's best possible score is known before it is read: its prior, and whether any of its
+definition lines can match (the index keeps the trigrams of definition lines apart). Files
+are verified best possible score first, and verification stops once no remaining file can
+reach the worst of the `max_results` hits kept, nor tie it with a path before its
+(`exhaustive` is then false). A query that needs every file verified and cannot finish
+within the request's time budget is TIMEOUT, with how far it got in the details.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+import pygit2
+
+from contracts.code import CodeSearchHit, CodeSearchRequest
+from worker.capabilities.code_search.matcher import (
+    CompiledQuery,
+    LineMatch,
+    compile_path_filter,
+    compile_query,
+    is_whole_word,
+)
+from worker.capabilities.tooling import Attribution, LicensedFiles, pin, within_ceiling
+from worker.config import Config
+from worker.errors import LimitExceeded, Timeout
+from worker.index import CommitIndex, IndexStore
+from worker.index.analysis.trigrams import DEFINITION_LINE
+from worker.index.views.queryplan import MATCH_ALL
+from worker.index.views.trigram import TrigramView
+from worker.languages import LanguageFilter, extension_of, language_of
+from worker.licenses import LicenseCache
+from worker.repos.catalog import RepoCatalog, ResolvedRepo
+from worker.repos.excerpts import decode_text, is_binary
+
+_SOURCE_NAMES: Final = {"stored": "trigram", "on-demand": "on-demand"}
+QUALITY_WEIGHT: Final = 0.6
+PRIOR_WEIGHT: Final = 0.4
+WHOLE_WORD_QUALITY: Final = 0.8
+"""The best line quality a file without a matching definition line can reach."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchAnswer:
+    """The pinned repository, the hits in rank order and how the search went."""
+
+    repo: ResolvedRepo
+    hits: tuple[CodeSearchHit, ...]
+    total_count: int
+    candidate_files: int
+    files_scanned: int
+    exhaustive: bool
+    truncated: bool
+    index: str
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A matching line before its text is cut: its score, path row, offsets and file content."""
+
+    score: float
+    row: int
+    line: LineMatch
+    data: bytes = b""
+    """The file's content as verified (shared by its hits), so it is read once."""
+
+    def key(self, paths: tuple[str, ...]) -> tuple[float, str, int]:
+        """The rank order: score descending, then path, then line number."""
+        return (-self.score, paths[self.row], self.line.line_number)
+
+
+class TopHits:
+    """The best `size` hits seen so far, by (score desc, path, line)."""
+
+    def __init__(self, size: int, paths: tuple[str, ...]) -> None:
+        self._size = size
+        self._paths = paths
+        self._items: list[Found] = []
+        self._floor: float | None = None
+
+    def worst(self) -> Found | None:
+        """The last of the `size` best hits once that many are held, else None."""
+        self._trim()
+        return self._items[-1] if len(self._items) >= self._size else None
+
+    def add(self, found: Found) -> None:
+        if self._floor is not None and found.score < self._floor:
+            return
+        self._items.append(found)
+        if len(self._items) >= 4 * self._size:
+            self._trim()
+
+    def best(self) -> list[Found]:
+        self._trim()
+        return list(self._items)
+
+    def _trim(self) -> None:
+        self._items.sort(key=lambda f: f.key(self._paths))
+        del self._items[self._size :]
+        if len(self._items) >= self._size:
+            self._floor = self._items[-1].score
+
+
+class CodeSearch:
+    """Answers code.search requests from the mirrors and their trigram indexes."""
+
+    def __init__(
+        self,
+        config: Config,
+        catalog: RepoCatalog,
+        indexes: IndexStore,
+        licenses: LicenseCache,
+    ) -> None:
+        self.config = config
+        self.catalog = catalog
+        self.indexes = indexes
+        self.licenses = licenses
+        self._views: weakref.WeakKeyDictionary[CommitIndex, TrigramView] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._views_lock = threading.Lock()
+
+    def view(self, index: CommitIndex) -> TrigramView:
+        """The trigram view of an open commit index, made once and kept while it is open."""
+        with self._views_lock:
+            found = self._views.get(index)
+            if found is None:
+                found = self._views[index] = TrigramView(index)
+            return found
+
+    def search(self, request: CodeSearchRequest, *, deadline: float) -> SearchAnswer:
+        """Check, resolve and search; raises a RepoReaderFailure for any refusal."""
+        limits = self.config.tools
+        if len(request.query) > limits.search_max_query_chars:
+            raise LimitExceeded(
+                f"query: {len(request.query)} characters is above the ceiling of "
+                f"{limits.search_max_query_chars}",
+                field="query",
+                limit=limits.search_max_query_chars,
+                value=len(request.query),
+            )
+        max_results = within_ceiling(
+            "max_results",
+            request.max_results,
+            default=limits.search_default_results,
+            ceiling=limits.search_max_results,
+        )
+        compiled = compile_query(
+            request.query,
+            regex=request.regex,
+            ignore_case=request.ignore_case,
+            max_mem=limits.search_regex_max_mem_bytes,
+        )
+        wanted = _path_selector(request)
+        pinned = pin(self.catalog, request.repo, request.revision)
+        licensed = LicensedFiles(pinned, self.licenses, required=request.require_license)
+        index = self.view(
+            self.indexes.open(pinned.name, pinned.repo, pinned.commit, deadline=deadline)
+        )
+        rows = index.candidates(compiled.plan)
+        if not wanted.everything:
+            rows = rows[[wanted(index.paths[int(r)]) for r in rows]] if len(rows) else rows
+        source = "scan" if compiled.plan == MATCH_ALL else _SOURCE_NAMES[index.source]
+        scan = Scan(
+            repo=pinned.repo,
+            index=index,
+            compiled=compiled,
+            max_results=max_results,
+            deadline=deadline,
+            source=source,
+        )
+        scan.run(rows, definers=index.candidates(compiled.plan, definitions=True))
+        hits = self._hits(pinned, index, scan.top.best(), licensed, request.context_lines)
+        return SearchAnswer(
+            repo=pinned,
+            hits=hits,
+            total_count=scan.total,
+            candidate_files=len(rows),
+            files_scanned=scan.scanned,
+            exhaustive=scan.exhaustive,
+            truncated=scan.total > len(hits) or not scan.exhaustive,
+            index=source,
+        )
+
+    def _hits(
+        self,
+        pinned: ResolvedRepo,
+        index: TrigramView,
+        found: list[Found],
+        licensed: LicensedFiles,
+        context_lines: int,
+    ) -> tuple[CodeSearchHit, ...]:
+        limits = self.config.tools
+        hits = []
+        files: dict[int, tuple[str, list[str], str, Attribution]] = {}
+        for item in found:
+            path = index.paths[item.row]
+            if item.row not in files:
+                text = decode_text(item.data)
+                assert text is not None  # binary blobs are never scanned
+                blob_id = index.oid(item.row).hex()
+                attribution = licensed.of(path, blob_id, item.data)
+                files[item.row] = (blob_id, list(text.lines), text.encoding, attribution)
+            blob_id, lines, encoding, attribution = files[item.row]
+            hits.append(
+                _hit(
+                    path=path,
+                    data=item.data,
+                    lines=lines,
+                    encoding=encoding,
+                    found=item,
+                    blob=blob_id,
+                    license=attribution.license,
+                    license_source=attribution.source,
+                    context_lines=context_lines,
+                    max_line_chars=limits.search_max_line_chars,
+                    max_context_chars=limits.search_max_context_chars,
+                )
+            )
+        return tuple(hits)
+
+
+class Scan:
+    """Verifies candidate files best possible score first, keeping the best hits."""
+
+    def __init__(
+        self,
+        *,
+        repo: pygit2.Repository,
+        index: TrigramView,
+        compiled: CompiledQuery,
+        max_results: int,
+        deadline: float,
+        source: str,
+    ) -> None:
+        self.repo = repo
+        self.index = index
+        self.compiled = compiled
+        self.deadline = deadline
+        self.source = source
+        self.top = TopHits(max_results, index.paths)
+        self.total = 0
+        self.scanned = 0
+        self.exhaustive = True
+
+    def run(self, rows: npt.NDArray[np.int64], *, definers: npt.NDArray[np.int64]) -> None:
+        """Verify `rows` best possible score first; `definers` may match on a definition line."""
+        paths = self.index.paths
+        priors = self.index.priors(rows, self.compiled.needle)
+        defines = np.isin(rows, definers).tolist()
+        # Rounded as a hit's score is, so that no hit can score above its file's bound.
+        bounds = [
+            round(QUALITY_WEIGHT * (1.0 if d else WHOLE_WORD_QUALITY) + PRIOR_WEIGHT * p, 4)
+            for d, p in zip(defines, priors, strict=True)
+        ]
+        # Rows are in path order: ties in bound are visited in path order.
+        order = np.lexsort((rows, -np.asarray(bounds, dtype=np.float64))).tolist()
+        ordered_rows = rows.tolist()
+        for position, at in enumerate(order):
+            row, bound, prior = ordered_rows[at], bounds[at], priors[at]
+            if time.monotonic() > self.deadline:
+                raise Timeout(
+                    "code.search ran out of its time budget verifying candidate files; "
+                    "narrow it with a longer literal, a path, language or extension filter",
+                    stage="code.search.scan",
+                    index=self.source,
+                    candidate_files=len(rows),
+                    files_scanned=self.scanned,
+                    files_left=len(rows) - position,
+                )
+            worst = self.top.worst()
+            if worst is not None and (
+                bound < worst.score or (bound == worst.score and paths[row] > paths[worst.row])
+            ):
+                self.exhaustive = False
+                return
+            self._verify(row, prior)
+
+    def _verify(self, row: int, prior: float) -> None:
+        # odb.read skips building a Blob object: about twice as fast on packed repositories.
+        _, data = self.repo.odb.read(pygit2.Oid(raw=self.index.oid(row)))
+        if is_binary(data):
+            return
+        self.scanned += 1
+        for line in self.compiled.lines(data):
+            self.total += 1
+            quality = 0.5
+            if is_whole_word(data, line.match_start, line.match_end):
+                quality += 0.3
+            if DEFINITION_LINE.match(data, line.line_start, line.line_end):
+                quality += 0.2
+            score = round(QUALITY_WEIGHT * quality + PRIOR_WEIGHT * prior, 4)
+            self.top.add(Found(score=score, row=row, line=line, data=data))
+
+
+def _path_selector(request: CodeSearchRequest) -> _Selector:
+    return _Selector(
+        glob=compile_path_filter(request.path) if request.path is not None else None,
+        language=LanguageFilter(request.language) if request.language is not None else None,
+        extensions=(
+            frozenset(e.lower() for e in request.extensions)
+            if request.extensions is not None
+            else None
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Selector:
+    glob: Callable[[str], bool] | None
+    language: LanguageFilter | None
+    extensions: frozenset[str] | None
+
+    @property
+    def everything(self) -> bool:
+        """No filter: every path is selected."""
+        return self.glob is None and self.language is None and self.extensions is None
+
+    def __call__(self, path: str) -> bool:
+        if self.extensions is not None and extension_of(path) not in self.extensions:
+            return False
+        if self.language is not None and not self.language(path):
+            return False
+        return self.glob is None or self.glob(path)
+
+
+def _hit(
+    *,
+    path: str,
+    data: bytes,
+    lines: list[str],
+    encoding: str,
+    found: Found,
+    blob: str,
+    license: str,
+    license_source: str,
+    context_lines: int,
+    max_line_chars: int,
+    max_context_chars: int,
+) -> CodeSearchHit:
+    match = found.line
+    line = lines[match.line_number - 1]
+    column = len(data[match.line_start : match.match_start].decode(encoding, "replace"))
+    length = len(data[match.match_start : match.match_end].decode(encoding, "replace"))
+    offset, shown = line_window(line, column, length, max_line_chars)
+    context = context_window(lines, match.line_number, context_lines, max_context_chars)
+    return CodeSearchHit(
+        path=path,
+        line_number=match.line_number,
+        column=column + 1,
+        match_length=length,
+        matched_line=shown,
+        line_offset=offset,
+        line_truncated=len(shown) < len(line),
+        context=context[0],
+        context_span=context[1],
+        score=found.score,
+        blob=blob,
+        language=language_of(path),
+        encoding=encoding,
+        license=license,
+        license_source=license_source,
+    )
+
+
+def line_window(line: str, column: int, length: int, limit: int) -> tuple[int, str]:
+    """(offset, text): the line, or `limit` characters of it around the match."""
+    if len(line) <= limit:
+        return 0, line
+    start = max(0, min(column - max(0, (limit - length) // 2), len(line) - limit))
+    return start, line[start : start + limit]
+
+
+def line_count(lines: list[str]) -> int:
+    """Lines of a text split on '\\n', not counting the empty one after a final line break."""
+    return len(lines) - 1 if len(lines) > 1 and lines[-1] == "" else len(lines)
+
+
+def context_window(lines: list[str], number: int, size: int, limit: int) -> tuple[str, str | None]:
+    """Exactly lines a..b around line `number`, at most `size` of them and `limit` chars."""
+    total = max(line_count(lines), number)
+    before = (size - 1) // 2
+    first = max(1, number - before)
+    last = min(total, first + size - 1)
+    first = max(1, last - size + 1)
+
+    def length(a: int, b: int) -> int:
+        return sum(len(x) for x in lines[a - 1 : b]) + (b - a)
+
+    while length(first, last) > limit and (first < number or last > number):
+        if number - first >= last - number and first < number:
+            first += 1
+        else:
+            last -= 1
+    if length(first, last) > limit:
+        return "", None
+    return "\n".join(lines[first - 1 : last]), f"L{first}-L{last}"

@@ -1,0 +1,374 @@
+"""The `research` capability: a RepoReaderRequest in, resolved commits and bounded artifacts out.
+
+Every policy and license decision is taken before the answer is assembled, so a failing
+request raises exactly one failure and yields no artifacts (seed 001: no partial results).
+One pass: the scope is resolved once, the query analysed once for every repository, each
+blob read once and each file's license resolved once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import pygit2
+
+from contracts.research import RepoReaderRequest, ResearchArtifact, ResolvedRepo
+from worker.config import Config
+from worker.errors import (
+    AccessDenied,
+    InternalError,
+    InvalidRequest,
+    LicenseNotAllowed,
+    LicenseUnavailable,
+    LimitExceeded,
+    RepoNotFound,
+    RequestTooBroad,
+    Timeout,
+)
+from worker.index import IndexStore, SearchHit, informative_terms, text_terms
+from worker.index.views.text import query_weights
+from worker.licenses import LicenseCache, LicenseInfo, LicensePolicy, LicenseResolver
+from worker.repos.catalog import RepoCatalog
+from worker.repos.catalog import ResolvedRepo as PinnedRepo
+from worker.repos.excerpts import Excerpt, cut_excerpt, decode_text, merge_spans
+from worker.repos.swhid import content_swhid, origin_url
+
+NO_LICENSE = "NOASSERTION"
+"""The SPDX word for "no license could be determined", used only when none is required."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResearchLimits:
+    """The limits in force for one request: its own, or the server's defaults."""
+
+    max_repos: int
+    max_excerpt_chars: int
+    max_excerpts_per_repo: int
+    max_total_excerpts: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResearchAnswer:
+    """What a research request resolved to and found, in answer order."""
+
+    resolved: tuple[ResolvedRepo, ...]
+    artifacts: tuple[ResearchArtifact, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    repo: PinnedRepo
+    hit: SearchHit
+    license: LicenseInfo | None
+    data: bytes
+    """The file's content, read once for its license and its excerpt."""
+
+
+class _RepoReads:
+    """What one request reads of one pinned repository: each blob once, each license once."""
+
+    def __init__(self, repo: PinnedRepo, cache: LicenseCache) -> None:
+        self.repo = repo
+        self.tree = _tree(repo.repo, repo.commit)
+        self.resolver = LicenseResolver(repo.repo, cache=cache, identified=repo.licenses)
+        self._licenses: dict[str, LicenseInfo | None] = {}
+        self._data: dict[str, bytes] = {}
+
+    def root_license(self) -> LicenseInfo | None:
+        """The license the repository's root declares."""
+        return self.resolver.for_root(self.tree)
+
+    def license(self, path: str, blob_id: str) -> LicenseInfo | None:
+        """The license of the file at `path` (blob `blob_id`), reading the file if need be."""
+        if path not in self._licenses:
+            data = self._data[path] = _blob(self.repo.repo, blob_id)
+            self._licenses[path] = self.resolver.for_file(self.tree, path, blob_id, data)
+        return self._licenses[path]
+
+    def data(self, path: str) -> bytes:
+        """The content of a file whose license was asked and that was not forgotten."""
+        return self._data[path]
+
+    def forget(self, path: str) -> None:
+        """Drop the content of a file that will not be excerpted (its license is kept)."""
+        self._data.pop(path, None)
+
+
+@dataclass(slots=True)
+class _Plan:
+    """The decisions taken for one request before any source is read."""
+
+    limits: ResearchLimits
+    policy: LicensePolicy
+    require_license: bool
+    terms: Sequence[str]
+    deadline: float
+    refused_licenses: set[str]
+
+    def check_deadline(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise Timeout("the request ran out of its time budget", stage="research")
+
+
+class ResearchService:
+    """Answers research requests from the mirrored repositories and their indexes."""
+
+    def __init__(self, config: Config, catalog: RepoCatalog, indexes: IndexStore) -> None:
+        self.config = config
+        self.catalog = catalog
+        self.indexes = indexes
+        self.license_cache = LicenseCache()
+
+    def answer(self, request: RepoReaderRequest, *, deadline: float) -> ResearchAnswer:
+        """Resolve, check and search; raises a RepoReaderFailure for any refusal."""
+        plan = self._plan(request, deadline)
+        repos = [
+            self.catalog.resolve(name, self._revision_for(request, name))
+            for name in self.scope(request, plan.limits)
+        ]
+        reads = {r.name: _RepoReads(r, self.license_cache) for r in repos}
+        roots = self._root_licenses(reads, required=plan.require_license)
+        plan.check_deadline()
+
+        extensions = request.file_constraints.allowed_extensions
+        wanted = frozenset(e.lower() for e in extensions) if extensions is not None else None
+        weights = query_weights(request.query)
+        candidates: list[_Candidate] = []
+        for repo in repos:
+            index = self.indexes.open(repo.name, repo.repo, repo.commit, deadline=deadline)
+            candidates += self._candidates(
+                reads[repo.name], index.ranked(weights, extensions=wanted), plan
+            )
+        chosen = sorted(
+            candidates, key=lambda c: (-c.hit.score, c.repo.name, c.hit.path, c.hit.start_line)
+        )[: plan.limits.max_total_excerpts]
+        if not chosen and plan.refused_licenses:
+            raise LicenseNotAllowed(
+                "every matching source carries a license the request does not allow",
+                licenses=sorted(plan.refused_licenses),
+            )
+        resolved = tuple(
+            ResolvedRepo(
+                repo=r.name,
+                commit=r.commit,
+                ref=r.ref,
+                license=info.spdx if (info := roots[r.name]) else None,
+            )
+            for r in repos
+        )
+        return ResearchAnswer(resolved=resolved, artifacts=self._artifacts(chosen, plan))
+
+    def _plan(self, request: RepoReaderRequest, deadline: float) -> _Plan:
+        limits = self.limits(request)
+        policy = LicensePolicy.from_constraints(
+            request.license_constraints.allowed_licenses,
+            request.license_constraints.compatible_with,
+        )
+        terms = informative_terms(request.query)
+        if not terms:
+            raise RequestTooBroad(
+                "the query has no informative term (only stop words, single characters or symbols)",
+                field="query",
+            )
+        return _Plan(
+            limits=limits,
+            policy=policy,
+            require_license=request.license_constraints.require_license,
+            terms=terms,
+            deadline=deadline,
+            refused_licenses=set(),
+        )
+
+    def limits(self, request: RepoReaderRequest) -> ResearchLimits:
+        """The limits in force, or LimitExceeded naming the first one above its ceiling."""
+        ceilings, defaults = self.config.limits, self.config.defaults
+        if len(request.query) > ceilings.max_query_chars:
+            raise LimitExceeded(
+                f"query: {len(request.query)} characters is above the ceiling of "
+                f"{ceilings.max_query_chars}",
+                field="query",
+                limit=ceilings.max_query_chars,
+                value=len(request.query),
+            )
+        repo_c, file_c = request.repo_constraints, request.file_constraints
+        asked = {
+            "repo_constraints.max_repos": repo_c.max_repos,
+            "file_constraints.max_excerpt_chars": file_c.max_excerpt_chars,
+            "file_constraints.max_excerpts_per_repo": file_c.max_excerpts_per_repo,
+            "result_limits.max_total_excerpts": request.result_limits.max_total_excerpts,
+        }
+        values: dict[str, int] = {}
+        for field, value in asked.items():
+            name = field.rsplit(".", 1)[1]
+            ceiling: int = getattr(ceilings, name)
+            if value is not None and value > ceiling:
+                raise LimitExceeded(
+                    f"{field}: {value} is above the ceiling of {ceiling}",
+                    field=field,
+                    limit=ceiling,
+                    value=value,
+                )
+            values[name] = value if value is not None else getattr(defaults, name)
+        return ResearchLimits(**values)
+
+    def scope(self, request: RepoReaderRequest, limits: ResearchLimits) -> list[str]:
+        """The repository names in scope: allowlist (or everything mirrored) minus denylist."""
+        constraints = request.repo_constraints
+        if constraints.allowlist is not None:
+            names = []
+            for i, ref in enumerate(constraints.allowlist):
+                names.append(
+                    self.catalog.lookup(ref, field=f"repo_constraints.allowlist[{i}]").name
+                )
+        else:
+            names = self.catalog.servable()
+            if not names:
+                raise RepoNotFound("no repository is mirrored yet")
+        denied = set()
+        for i, ref in enumerate(constraints.denylist):
+            try:
+                denied.add(self.catalog.lookup(ref, field=f"repo_constraints.denylist[{i}]").name)
+            except AccessDenied:
+                continue  # denying what is not served anyway changes nothing
+        scope = sorted(set(names) - denied)
+        if not scope:
+            raise InvalidRequest(
+                "the denylist removes every repository in scope", field="repo_constraints.denylist"
+            )
+        if len(scope) > limits.max_repos:
+            raise RequestTooBroad(
+                f"{len(scope)} repositories in scope, more than max_repos = {limits.max_repos}; "
+                "narrow it with repo_constraints.allowlist",
+                field="repo_constraints.max_repos",
+                repos_in_scope=len(scope),
+                max_repos=limits.max_repos,
+            )
+        for name in scope:
+            self.catalog.state(name)  # every repository in scope must be mirrored
+        for ref in constraints.revisions:
+            if (
+                self.catalog.lookup(ref, field=f"repo_constraints.revisions.{ref}").name
+                not in scope
+            ):
+                raise InvalidRequest(
+                    f"repo_constraints.revisions names {ref!r}, which is not in scope",
+                    field=f"repo_constraints.revisions.{ref}",
+                )
+        return scope
+
+    def _revision_for(self, request: RepoReaderRequest, name: str) -> str | None:
+        for ref, revision in request.repo_constraints.revisions.items():
+            if self.catalog.lookup(ref).name == name:
+                return revision
+        return None
+
+    def _root_licenses(
+        self, reads: dict[str, _RepoReads], *, required: bool
+    ) -> dict[str, LicenseInfo | None]:
+        roots = {name: r.root_license() for name, r in reads.items()}
+        missing = sorted(name for name, info in roots.items() if info is None)
+        if required and missing:
+            raise LicenseUnavailable(
+                f"no license could be detected for {', '.join(missing)}; "
+                "set license_constraints.require_license = false to accept unlicensed sources",
+                repos=missing,
+            )
+        return roots
+
+    def _candidates(
+        self, reads: _RepoReads, ranked: Iterator[SearchHit], plan: _Plan
+    ) -> list[_Candidate]:
+        """The repository's best hits that pass the license policy, at most its share."""
+        wanted = min(plan.limits.max_excerpts_per_repo, plan.limits.max_total_excerpts)
+        found: list[_Candidate] = []
+        for hit in ranked:
+            plan.check_deadline()
+            info = reads.license(hit.path, hit.blob)
+            if info is None and plan.require_license:
+                reads.forget(hit.path)
+                continue
+            spdx = info.spdx if info else NO_LICENSE
+            if not plan.policy.admits(spdx):
+                plan.refused_licenses.add(spdx)
+                reads.forget(hit.path)
+                continue
+            found.append(
+                _Candidate(repo=reads.repo, hit=hit, license=info, data=reads.data(hit.path))
+            )
+            if len(found) >= wanted:
+                break
+        return found
+
+    def _artifacts(self, chosen: Sequence[_Candidate], plan: _Plan) -> tuple[ResearchArtifact, ...]:
+        """Excerpts of the chosen hits, overlapping spans of one file merged, best first."""
+        by_file: dict[tuple[str, str], list[_Candidate]] = defaultdict(list)
+        for candidate in chosen:
+            by_file[(candidate.repo.name, candidate.hit.path)].append(candidate)
+        weight = _line_weight(plan.terms)
+        scored: list[tuple[float, ResearchArtifact]] = []
+        for candidates in by_file.values():
+            plan.check_deadline()
+            first = candidates[0]
+            text = decode_text(first.data)
+            if text is None:
+                continue
+            for start, end in merge_spans((c.hit.start_line, c.hit.end_line) for c in candidates):
+                best = max(
+                    (c for c in candidates if start <= c.hit.start_line <= end),
+                    key=lambda c: c.hit.score,
+                )
+                excerpt = cut_excerpt(text.lines, start, end, plan.limits.max_excerpt_chars, weight)
+                if excerpt is not None:
+                    scored.append((best.hit.score, _artifact(best, excerpt, text.encoding)))
+        scored.sort(key=lambda pair: (-pair[0], pair[1].repo, pair[1].path, pair[1].excerpt_span))
+        return tuple(artifact for _, artifact in scored)
+
+
+def _artifact(candidate: _Candidate, excerpt: Excerpt, encoding: str) -> ResearchArtifact:
+    repo, hit, info = candidate.repo, candidate.hit, candidate.license
+    return ResearchArtifact(
+        excerpt=excerpt.text,
+        repo=repo.name,
+        commit=repo.commit,
+        path=hit.path,
+        license=info.spdx if info else NO_LICENSE,
+        license_source=info.source if info else "none",
+        excerpt_span=f"L{excerpt.start}-L{excerpt.end}",
+        score=round(hit.score, 4),
+        blob=hit.blob,
+        language=hit.language,
+        symbol=hit.symbol,
+        truncated=excerpt.truncated,
+        encoding=encoding,
+        swhid=content_swhid(
+            blob=hit.blob,
+            origin=origin_url(repo.state.url),
+            commit=repo.commit,
+            path=hit.path,
+            start_line=excerpt.start,
+            end_line=excerpt.end,
+        ),
+    )
+
+
+def _blob(repo: pygit2.Repository, blob_id: str) -> bytes:
+    kind, data = repo.odb.read(blob_id)
+    if kind != pygit2.enums.ObjectType.BLOB:
+        raise InternalError("the index names an object that is not a blob", blob=blob_id)
+    return bytes(data)
+
+
+def _tree(repo: pygit2.Repository, commit: str) -> pygit2.Tree:
+    return repo[commit].peel(pygit2.Commit).tree
+
+
+def _line_weight(terms: Sequence[str]) -> Callable[[str], float]:
+    wanted = frozenset(terms)
+
+    def weigh(line: str) -> float:
+        return float(sum(1 for token in text_terms(line) if token in wanted))
+
+    return weigh

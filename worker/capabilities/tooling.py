@@ -1,0 +1,81 @@
+"""What every agent tool (`code.*`, `git.*`, `repo.*`) does the same way before its own work.
+
+A tool names one repository: it must be registered and not denied (ACCESS_DENIED),
+unambiguous (AMBIGUOUS_REPOSITORY) and mirrored (REPO_NOT_FOUND); its revision must
+resolve (REVISION_NOT_FOUND). A limit above its ceiling is LIMIT_EXCEEDED, never
+clamped. Tools that return code refuse an unlicensed repository (LICENSE_UNAVAILABLE)
+unless the caller accepts `NOASSERTION`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import pygit2
+
+from worker.errors import LicenseUnavailable, LimitExceeded
+from worker.licenses import LicenseCache, LicenseInfo, LicenseResolver
+from worker.repos.catalog import RepoCatalog, ResolvedRepo
+
+NO_LICENSE: Final = "NOASSERTION"
+"""The SPDX word for "no license could be determined", used only when none is required."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """The license of one file as the wire carries it."""
+
+    license: str
+    source: str
+
+    @classmethod
+    def of(cls, info: LicenseInfo | None) -> Attribution:
+        """The wire form of a resolved license (NOASSERTION / none when there is none)."""
+        if info is None:
+            return cls(license=NO_LICENSE, source="none")
+        return cls(license=info.spdx, source=info.source)
+
+
+def pin(catalog: RepoCatalog, repo: str, revision: str | None) -> ResolvedRepo:
+    """The registered, mirrored repository `repo` names, pinned to `revision`."""
+    entry = catalog.lookup(repo, field="repo")
+    return catalog.resolve(entry.name, revision)
+
+
+def commit_tree(pinned: ResolvedRepo) -> pygit2.Tree:
+    """The root tree of the pinned commit."""
+    return pinned.repo[pinned.commit].peel(pygit2.Commit).tree
+
+
+def within_ceiling(field: str, value: int | None, *, default: int, ceiling: int) -> int:
+    """`value` (or `default` when absent), or LimitExceeded when it is above `ceiling`."""
+    if value is None:
+        return default
+    if value > ceiling:
+        raise LimitExceeded(
+            f"{field}: {value} is above the ceiling of {ceiling}",
+            field=field,
+            limit=ceiling,
+            value=value,
+        )
+    return value
+
+
+class LicensedFiles:
+    """Licenses of the files of one pinned commit, with the repository-wide requirement."""
+
+    def __init__(self, pinned: ResolvedRepo, cache: LicenseCache, *, required: bool) -> None:
+        self._resolver = LicenseResolver(pinned.repo, cache=cache, identified=pinned.licenses)
+        self._tree = commit_tree(pinned)
+        root = self._resolver.for_root(self._tree)
+        if root is None and required:
+            raise LicenseUnavailable(
+                f"no license could be detected for {pinned.name}; "
+                "set require_license = false to accept unlicensed sources",
+                repos=[pinned.name],
+            )
+
+    def of(self, path: str, blob_id: str, data: bytes) -> Attribution:
+        """The license of the file at `path`: blob `blob_id`, whose content is `data`."""
+        return Attribution.of(self._resolver.for_file(self._tree, path, blob_id, data))

@@ -1,0 +1,1 @@
+"""The `repo-reader` command line."""

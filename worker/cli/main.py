@@ -1,0 +1,395 @@
+"""The `repo-reader` command: serve, mirror, ask, the agent tools, schema, quickstart."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from contracts.research import (
+    FileConstraints,
+    LicenseConstraints,
+    RepoConstraints,
+    RepoReaderRequest,
+    ResultLimits,
+)
+from worker.cli.tools import add_tool_commands, run_tool_command
+from worker.config import config_path, default_cache_dir, load_config
+from worker.errors import ConfigError, RepoReaderFailure
+
+if TYPE_CHECKING:
+    from worker.mirror.sync import Mirror, SyncResult
+
+DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
+
+
+def _nats_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nats", default=os.environ.get("REPO_READER_NATS_URL", DEFAULT_NATS_URL))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(prog="repo-reader", description=__doc__)
+    parser.add_argument(
+        "--cache", type=Path, help="cache directory (default: $REPO_READER_CACHE or the user cache)"
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help="config file (default: $REPO_READER_CONFIG or <cache>/repo-reader.toml)",
+    )
+    parser.add_argument("--log-level", default=os.environ.get("REPO_READER_LOG_LEVEL", "info"))
+    commands = parser.add_subparsers(dest="command", required=True)
+    _add_serve(commands)
+    _add_mirror(commands)
+    _add_admin(commands)
+    _add_ask(commands)
+    add_tool_commands(commands, default_nats=DEFAULT_NATS_URL)
+    schema = commands.add_parser("schema", help="write the JSON Schemas of every message")
+    schema.add_argument("--out", type=Path, help="file to write (default: stdout)")
+    quickstart = commands.add_parser(
+        "quickstart", help="embedded NATS + mirror + worker + one sample question"
+    )
+    quickstart.add_argument("path", nargs="?", type=Path, default=Path.cwd())
+    quickstart.add_argument(
+        "--query", default="where does the worker decode requests and answer errors"
+    )
+    return parser
+
+
+def _add_serve(commands: Any) -> None:
+    serve = commands.add_parser("serve", help="run a worker")
+    _nats_option(serve)
+    serve.add_argument(
+        "--concurrency", type=int, default=int(os.environ.get("REPO_READER_CONCURRENCY", "2"))
+    )
+    serve.add_argument(
+        "--require-sandbox",
+        action="store_true",
+        help="refuse to start outside a confined container",
+    )
+    serve.add_argument("--ready-file", type=Path, help="written once subscribed, removed on drain")
+    serve.add_argument(
+        "--scratch", type=Path, help="where on-demand indexes may spill (e.g. a tmpfs)"
+    )
+
+
+def _add_mirror(commands: Any) -> None:
+    mirror = commands.add_parser(
+        "mirror", help="manage the mirrored repositories (the only cache writer)"
+    )
+    mirror_commands = mirror.add_subparsers(dest="mirror_command", required=True)
+    add = mirror_commands.add_parser("add", help="register a repository and sync it")
+    add.add_argument("name", metavar="OWNER/NAME")
+    add.add_argument("--url", required=True, help="clone URL or local path")
+    add.add_argument("--no-sync", action="store_true", help="only register it")
+    sync = mirror_commands.add_parser("sync", help="fetch and index registered repositories")
+    sync.add_argument("names", nargs="*", metavar="OWNER/NAME")
+    listing = mirror_commands.add_parser(
+        "list", help="show registered repositories and their state"
+    )
+    listing.add_argument("--json", action="store_true")
+    serve = mirror_commands.add_parser(
+        "serve", help="sync on a schedule and answer admin requests over NATS"
+    )
+    _nats_option(serve)
+    serve.add_argument(
+        "--interval",
+        type=float,
+        help="seconds between scheduled syncs (default: [mirror] sync_interval_seconds; 0: none)",
+    )
+    serve.add_argument("--ready-file", type=Path, help="written once subscribed")
+
+
+def _add_admin(commands: Any) -> None:
+    admin = commands.add_parser("admin", help="ask the mirror service to sync or re-index")
+    admin_commands = admin.add_subparsers(dest="admin_command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    _nats_option(common)
+    common.add_argument("--json", action="store_true")
+    common.add_argument("--timeout", type=float, default=3600.0)
+    sync = admin_commands.add_parser("sync", parents=[common], help="sync now")
+    sync.add_argument("names", nargs="*", metavar="OWNER/NAME")
+    rebuild = admin_commands.add_parser(
+        "rebuild-index", parents=[common], help="index a repository again"
+    )
+    rebuild.add_argument("name", metavar="OWNER/NAME")
+    rebuild.add_argument("--revision", help="commit sha, tag or branch (default: mirrored head)")
+
+
+def _add_ask(commands: Any) -> None:
+    ask = commands.add_parser("ask", help="send a research request and print the artifacts")
+    ask.add_argument("query")
+    _nats_option(ask)
+    ask.add_argument(
+        "--repo", action="append", dest="repos", metavar="OWNER/NAME", help="repeatable"
+    )
+    ask.add_argument(
+        "--revision", action="append", default=[], metavar="OWNER/NAME=REV", help="repeatable"
+    )
+    ask.add_argument("--ext", action="append", dest="extensions", metavar=".EXT", help="repeatable")
+    ask.add_argument("--max-excerpts", type=int)
+    ask.add_argument("--max-chars", type=int)
+    ask.add_argument(
+        "--license",
+        action="append",
+        dest="licenses",
+        metavar="SPDX",
+        help="allowed license, repeatable",
+    )
+    ask.add_argument("--no-require-license", action="store_true")
+    ask.add_argument("--timeout", type=float, default=30.0)
+    ask.add_argument("--json", action="store_true", help="print the answer as JSON")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    args = build_parser().parse_args(argv)
+    from worker.logs import configure_logging
+
+    configure_logging(args.log_level)
+    cache = args.cache or default_cache_dir()
+    try:
+        match args.command:
+            case "serve":
+                return _serve(args, cache)
+            case "mirror":
+                return _mirror(args, cache)
+            case "admin":
+                return asyncio.run(_admin(args))
+            case "ask":
+                return asyncio.run(_ask(args))
+            case "search" | "read" | "list" | "history" | "churn" | "status":
+                return asyncio.run(run_tool_command(args))
+            case "schema":
+                return _schema(args)
+            case "quickstart":
+                from worker.cli.quickstart import quickstart
+
+                return quickstart(args.path, query=args.query, cache=args.cache)
+    except ConfigError as exc:
+        print(f"repo-reader: config error: {exc}", file=sys.stderr)
+        return 2
+    except RepoReaderFailure as exc:
+        print(f"repo-reader: {exc.code.value}: {exc.message}", file=sys.stderr)
+        if exc.details:
+            print(
+                f"  details: {json.dumps(exc.details, sort_keys=True, default=str)}",
+                file=sys.stderr,
+            )
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    raise AssertionError(args.command)
+
+
+def _serve(args: argparse.Namespace, cache: Path) -> int:
+    if args.require_sandbox:
+        from sandbox.posture import SandboxViolation, require_sandbox
+
+        try:
+            require_sandbox(cache)
+        except SandboxViolation as exc:
+            print(f"repo-reader: refusing to serve outside the sandbox: {exc}", file=sys.stderr)
+            return 3
+    from worker.capabilities.table import Worker, serve
+
+    config = load_config(config_path(cache, args.config))
+    worker = Worker(config, cache, scratch_dir=args.scratch)
+    asyncio.run(serve(worker, args.nats, concurrency=args.concurrency, ready_file=args.ready_file))
+    return 0
+
+
+def _mirror(args: argparse.Namespace, cache: Path) -> int:
+    from worker.mirror.sync import Mirror, SyncError
+
+    mirror = Mirror(cache, config_path(cache, args.config), progress=_print_progress)
+    try:
+        match args.mirror_command:
+            case "add":
+                entry = mirror.add(args.name, args.url)
+                print(f"registered {entry.name} <- {entry.url}")
+                if not args.no_sync:
+                    _print_sync(mirror.sync([entry.name]))
+            case "sync":
+                _print_sync(mirror.sync(args.names))
+            case "list":
+                _print_list(mirror, as_json=args.json)
+            case "serve":
+                from worker.mirror.service import serve_mirror
+
+                interval = args.interval
+                if interval is None:
+                    interval = float(mirror.config.mirror.sync_interval_seconds)
+                asyncio.run(
+                    serve_mirror(
+                        mirror, args.nats, interval=interval or None, ready_file=args.ready_file
+                    )
+                )
+    except SyncError as exc:
+        print(f"repo-reader: sync failed: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _print_progress(name: str, message: str) -> None:
+    print(f"{name}: {message}", file=sys.stderr, flush=True)
+
+
+def _print_sync(results: Sequence[SyncResult]) -> None:
+    for r in results:
+        if r.previous_head is None:
+            change = "new "
+        elif r.previous_head == r.head:
+            change = "unchanged "
+        else:
+            change = f"{r.previous_head[:12]}.."
+        print(
+            f"{r.repo}: {change}{r.head[:12]}  objects={r.received_objects}  "
+            f"indexed in {r.index_seconds:.1f}s  total {r.seconds:.1f}s"
+        )
+
+
+def _print_list(mirror: Mirror, *, as_json: bool) -> None:
+    rows = []
+    for entry in mirror.config.repos:
+        state = mirror.layout.read_state(entry.name)
+        rows.append(
+            {
+                "name": entry.name,
+                "url": entry.url,
+                "head": state.head if state else None,
+                "default_ref": state.default_ref if state else None,
+                "synced_at": state.synced_at.isoformat() if state else None,
+                "indexed": bool(state and state.indexed_commit == state.head),
+                "license": state.license if state else None,
+            }
+        )
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        print(
+            "no repositories registered; add one with: repo-reader mirror add OWNER/NAME --url URL"
+        )
+    for row in rows:
+        head = str(row["head"] or "not synced")[:12]
+        license_ = row["license"] or "-"
+        print(
+            f"{row['name']!s:<32} {head:<12} {license_!s:<20} "
+            f"{row['synced_at'] or '-'}  {row['url']}"
+        )
+
+
+async def _admin(args: argparse.Namespace) -> int:
+    from contracts.admin import RebuildIndexRequest, RebuildIndexResponse, SyncRequest, SyncResponse
+    from contracts.subjects import Subject
+    from worker.client import RepoReaderClient
+    from worker.service.server import NatsCredentials
+
+    credentials = NatsCredentials.from_environment()
+    async with await RepoReaderClient.connect(
+        args.nats,
+        user=credentials.user,
+        password=credentials.password,
+        timeout=args.timeout,
+        attempts=1,
+        max_reconnect_attempts=2,
+    ) as client:
+        if args.admin_command == "sync":
+            request = SyncRequest(repos=tuple(args.names) if args.names else None)
+            (response,) = await client.call(Subject.ADMIN_SYNC, request, SyncResponse)
+            if args.json:
+                print(msgspec.json.format(msgspec.json.encode(response.results)).decode())
+                return 0
+            for r in response.results:
+                before = r.previous_head[:12] if r.previous_head else "new"
+                moved = f"{before} -> {r.head[:12]}"
+                print(f"{r.repo}: {moved}  objects={r.received_objects}  {r.seconds:.1f}s")
+        else:
+            rebuilt = RebuildIndexRequest(repo=args.name, revision=args.revision)
+            (done,) = await client.call(Subject.ADMIN_REBUILD_INDEX, rebuilt, RebuildIndexResponse)
+            if args.json:
+                print(msgspec.json.encode(done).decode())
+            else:
+                print(f"{done.repo}: indexed {done.commit} in {done.seconds:.1f}s")
+    return 0
+
+
+async def _ask(args: argparse.Namespace) -> int:
+    from nats.errors import NoServersError
+
+    from worker.client import RepoReaderClient, artifact_lines
+    from worker.service.server import NatsCredentials
+
+    revisions = {}
+    for item in args.revision:
+        repo, sep, revision = item.partition("=")
+        if not sep:
+            raise SystemExit(f"repo-reader: --revision wants OWNER/NAME=REV, got {item!r}")
+        revisions[repo] = revision
+    request = RepoReaderRequest(
+        query=args.query,
+        repo_constraints=RepoConstraints(
+            allowlist=tuple(args.repos) if args.repos else None, revisions=revisions
+        ),
+        file_constraints=FileConstraints(
+            allowed_extensions=tuple(args.extensions) if args.extensions else None,
+            max_excerpt_chars=args.max_chars,
+        ),
+        license_constraints=LicenseConstraints(
+            allowed_licenses=tuple(args.licenses) if args.licenses else None,
+            require_license=not args.no_require_license,
+        ),
+        result_limits=ResultLimits(max_total_excerpts=args.max_excerpts),
+    )
+    credentials = NatsCredentials.from_environment()
+    try:
+        client = await RepoReaderClient.connect(
+            args.nats,
+            user=credentials.user,
+            password=credentials.password,
+            timeout=args.timeout,
+            max_reconnect_attempts=2,
+            reconnect_time_wait=0.5,
+        )
+    except (NoServersError, OSError) as exc:
+        print(f"repo-reader: cannot reach NATS at {args.nats}: {exc}", file=sys.stderr)
+        return 1
+    async with client:
+        result = await client.research(request)
+    if args.json:
+        document = {
+            "request_id": result.request_id,
+            "resolved": result.resolved,
+            "artifacts": result.artifacts,
+        }
+        print(msgspec.json.format(msgspec.json.encode(document)).decode())
+    else:
+        for r in result.resolved:
+            print(f"# {r.repo} @ {r.commit} ({r.ref}) license={r.license or '-'}")
+        print()
+        print(artifact_lines(result.artifacts) if result.artifacts else "no matching excerpts")
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from contracts.registry import json_schemas
+
+    text = json.dumps(json_schemas(), indent=2, sort_keys=True) + "\n"
+    if args.out:
+        args.out.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

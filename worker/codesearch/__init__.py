@@ -1,1 +1,0 @@
-"""Code search: trigram indexes over git blobs, query planning, RE2 verification and ranking."""

@@ -1,0 +1,1 @@
+"""One pass over each blob: language, definitions, chunks and terms, trigrams."""

@@ -1,0 +1,179 @@
+"""The definitions a real parser finds in a blob: spans, qualified names, nesting.
+
+A blob's definitions come flat, in pre-order (each before those nested in it), each with the
+index of the one it is nested in: the chunker lays out a whole batch's with array operations,
+level by level, and a tree of objects per definition cost more than finding them.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+import tree_sitter
+
+from worker.index.analysis.grammars import grammar
+from worker.index.analysis.outline import Outline
+
+I64 = npt.NDArray[np.int64]
+
+MAX_NESTING: Final = 8
+"""Deeper definitions stay inside their parent's chunk (generated code nests absurdly)."""
+CONTAINER_KINDS: Final = frozenset(
+    {
+        "class_definition",
+        "class_declaration",
+        "abstract_class_declaration",
+        "interface_declaration",
+        "enum_declaration",
+        "record_declaration",
+        "module",
+        "impl_item",
+        "trait_item",
+        "mod_item",
+        "class_specifier",
+        "struct_specifier",
+        "namespace_definition",
+    }
+)
+"""Definitions whose nested definitions get chunks of their own; a function keeps its closures."""
+_REPARSE_ON_ERROR: Final = frozenset({"python"})
+"""Outlines whose parse is checked: a Python outline with a syntax error is parsed whole again.
+
+C and C++ files have errors on their own (macros the parser cannot know), so the check would
+throw away most outlines; their outlines were compared with whole parses instead.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Definitions:
+    """One blob's definitions in pre-order; rows 0-based and inclusive, the blob's own."""
+
+    start_row: I64
+    end_row: I64
+    symbol: list[str]
+    """Qualified by the definitions it is nested in (`Flask.route`)."""
+    kind: list[str]
+    parent: I64
+    """The index of the definition each is nested in, -1 at top level."""
+
+    def rows(self) -> list[tuple[int, int, str, str]]:
+        """(start row, end row, symbol, kind) of each, in order."""
+        return list(
+            zip(self.start_row.tolist(), self.end_row.tolist(), self.symbol, self.kind, strict=True)
+        )
+
+
+_NONE: Final = Definitions(
+    np.zeros(0, np.int64), np.zeros(0, np.int64), [], [], np.zeros(0, np.int64)
+)
+
+
+@dataclass(slots=True)
+class Definition:
+    """A definition with those nested in it, for code that walks them one by one."""
+
+    start_row: int
+    end_row: int
+    symbol: str
+    kind: str
+    children: list[Definition] = field(default_factory=list)
+
+
+def tree(found: Definitions) -> list[Definition]:
+    """The top-level definitions, each holding those nested in it."""
+    nodes = [Definition(*row) for row in found.rows()]
+    roots: list[Definition] = []
+    for node, parent in zip(nodes, found.parent.tolist(), strict=True):
+        (roots if parent < 0 else nodes[parent].children).append(node)
+    return roots
+
+
+_parsers = threading.local()
+
+
+def _parser(language: str) -> tree_sitter.Parser:
+    cache: dict[str, tree_sitter.Parser] | None = getattr(_parsers, "cache", None)
+    if cache is None:
+        cache = {}
+        _parsers.cache = cache
+    parser = cache.get(language)
+    if parser is None:
+        parser = tree_sitter.Parser(grammar(language).language)
+        cache[language] = parser
+    return parser
+
+
+def _decode(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+def definitions(data: bytes, language: str, outline: Outline | None) -> Definitions:
+    """The definitions of a blob (valid UTF-8), nested ones under containers only.
+
+    The parser reads the outline when there is one; rows map back through its row map. A
+    node ending with a newline (at column 0) ends on the row before. Rows are the parser's
+    own points (it counts b"\\n" as the chunker does), not recounted from byte offsets.
+    """
+    text = data if outline is None else outline.text
+    parser = _parser(language)
+    tree = parser.parse(text)
+    if outline is not None and language in _REPARSE_ON_ERROR and tree.root_node.has_error:
+        outline, text = None, data
+        tree = parser.parse(text)
+    matches = tree_sitter.QueryCursor(grammar(language).query).matches(tree.root_node)
+    # By (start, -end): sorted, an enclosing node comes before those it holds.
+    found: dict[tuple[int, int], tuple[str, str, int, int]] = {}
+    for _, captures in matches:
+        node = captures["def"][0]
+        key = (node.start_byte, -node.end_byte)
+        if key in found:
+            continue
+        name_node = captures["name"][0]
+        symbol = _decode(text[name_node.start_byte : name_node.end_byte])
+        receiver = captures.get("receiver")
+        if receiver:
+            symbol = _decode(text[receiver[0].start_byte : receiver[0].end_byte]) + "." + symbol
+        first, (last, column) = node.start_point[0], node.end_point
+        # Ends right after a newline: the node's last row is the one before.
+        if column == 0 and last > first:
+            last -= 1
+        found[key] = (symbol, node.type, first, last)
+    if not found:
+        return _NONE
+    firsts: list[int] = []
+    lasts: list[int] = []
+    symbols: list[str] = []
+    kinds: list[str] = []
+    parents: list[int] = []
+    # The open definitions: (end byte, index, depth, whether it is a container).
+    stack: list[tuple[int, int, int, bool]] = []
+    for key in sorted(found):
+        start_byte = key[0]
+        symbol, kind, first, last = found[key]
+        while stack and stack[-1][0] <= start_byte:
+            stack.pop()
+        parent, depth = -1, 1
+        if stack:
+            _, parent, outer_depth, container = stack[-1]
+            if outer_depth >= MAX_NESTING or not container:
+                continue
+            symbol = f"{symbols[parent]}.{symbol}"
+            depth = outer_depth + 1
+        stack.append((-key[1], len(symbols), depth, kind in CONTAINER_KINDS))
+        firsts.append(first)
+        lasts.append(last)
+        symbols.append(symbol)
+        kinds.append(kind)
+        parents.append(parent)
+    start_row = np.asarray(firsts, dtype=np.int64)
+    end_row = np.asarray(lasts, dtype=np.int64)
+    if outline is not None:
+        start_row, end_row = outline.rows[start_row], outline.rows[end_row]
+    return Definitions(start_row, end_row, symbols, kinds, np.asarray(parents, dtype=np.int64))

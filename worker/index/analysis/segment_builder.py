@@ -1,0 +1,263 @@
+"""Analyse blobs into the tables of one segment: chunks, per-chunk term counts, postings.
+
+Blobs are analysed a batch (about BATCH_BYTES) at a time: chunked together (see `chunking`),
+then tokenised together (see `vocabulary`), their trigrams collected (see `trigrams`): the
+batch's text is one buffer, a chunk a slice of it. Chunks without a single term are dropped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Final, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from worker.index.analysis.chunking import ChunkBatch, chunk_batch
+from worker.index.analysis.grammars import grammar_of
+from worker.index.analysis.postings import postings as term_postings
+from worker.index.analysis.trigrams import TrigramCollector
+from worker.index.analysis.vocabulary import TermRows
+from worker.languages import language_of
+
+BINARY_SNIFF_BYTES: Final = 8000
+BATCH_BYTES: Final = 4 << 20
+"""Bytes of source analysed per batch: big enough to amortise, small enough that a batch's
+arrays stay in cache (two workers, Linux: 4 MB batches 3% faster than 8 MB, 2 MB slower)."""
+
+I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
+
+
+def is_indexable(data: bytes, max_blob_bytes: int) -> bool:
+    """Text (no NUL in the first 8000 bytes) no larger than `max_blob_bytes`."""
+    return len(data) <= max_blob_bytes and data.find(b"\0", 0, BINARY_SNIFF_BYTES) < 0
+
+
+class BlobSource(NamedTuple):
+    """A blob to analyse: its id, the path it is analysed under (for its language), its bytes.
+
+    A blob known to be too large may come without its bytes: `size` then says how large.
+    (A tuple: a build makes one per blob, and a frozen dataclass costs several times more.)
+    """
+
+    oid: bytes
+    path: str
+    data: bytes
+    size: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentTables:
+    """The Arrow tables of a segment (see `worker.index.store.segment` for their columns)."""
+
+    blobs: pa.Table
+    chunks: pa.Table
+    terms: pa.Table
+    postings: pa.Table
+    trigrams: pa.Table
+    trigram_postings: pa.Table
+    definition_trigrams: pa.Table
+    definition_trigram_postings: pa.Table
+
+
+class SegmentBuilder:
+    """Accumulates analysed blobs; `tables()` returns the segment's Arrow tables."""
+
+    def __init__(
+        self,
+        max_blob_bytes: int,
+        *,
+        check_deadline: Callable[[int, int], None] | None = None,
+    ) -> None:
+        self.max_blob_bytes = max_blob_bytes
+        self._check_deadline = check_deadline
+        self._terms = TermRows(2)
+        self._trigrams = TrigramCollector()
+        self._blob_oids: list[bytes] = []
+        self._blob_language: list[str | None] = []
+        self._blob_lines: list[int] = []
+        self._blob_size: list[int] = []
+        self._blob_indexed: list[bool] = []
+        self._chunk_parts: list[dict[str, Any]] = []
+        self.n_chunks = 0
+        self.bytes_analysed = 0
+        self.analyse_seconds = 0.0
+        self.phase_seconds: dict[str, float] = {
+            "chunk": 0.0,
+            "tokens": 0.0,
+            "trigrams": 0.0,
+            "postings": 0.0,
+        }
+        """Where the time went: chunking (parse included), counting raw tokens, each blob's
+        trigrams, analysing tokens into terms and postings (trigram postings included)."""
+
+    @property
+    def n_blobs(self) -> int:
+        """Blobs added so far, indexed or not."""
+        return len(self._blob_oids)
+
+    def add(self, sources: Iterable[BlobSource], total: int = 0) -> None:
+        """Analyse blobs, in batches of about BATCH_BYTES."""
+        batch: list[BlobSource] = []
+        size = 0
+        for source in sources:
+            batch.append(source)
+            size += len(source.data)
+            if size >= BATCH_BYTES:
+                self._add_batch(batch)
+                batch, size = [], 0
+                if self._check_deadline is not None:
+                    self._check_deadline(self.n_blobs, total)
+        if batch:
+            self._add_batch(batch)
+
+    def _add_batch(self, batch: list[BlobSource]) -> None:
+        started = time.perf_counter()
+        datas: list[bytes] = []
+        grammars: list[str | None] = []
+        blob_index: list[int] = []
+        max_bytes = self.max_blob_bytes
+        for source in batch:
+            data = source.data
+            index = len(self._blob_oids)
+            self._blob_oids.append(source.oid)
+            self._blob_size.append(len(data) if source.size < 0 else source.size)
+            if source.size > max_bytes or not is_indexable(data, max_bytes):
+                self._blob_language.append(None)
+                self._blob_lines.append(0)
+                self._blob_indexed.append(False)
+                continue
+            self._blob_language.append(language_of(source.path))
+            self._blob_indexed.append(True)
+            self._blob_lines.append(0)
+            datas.append(data)
+            grammars.append(grammar_of(source.path))
+            blob_index.append(index)
+            self.bytes_analysed += len(data)
+        if datas:
+            chunked = time.perf_counter()
+            chunks = chunk_batch(datas, grammars)
+            self.phase_seconds["chunk"] += time.perf_counter() - chunked
+            for i, n in zip(blob_index, chunks.n_lines, strict=True):
+                self._blob_lines[i] = n
+            tokenised = time.perf_counter()
+            self._add_chunks(chunks, np.asarray(blob_index, dtype=np.int32))
+            trigrams = time.perf_counter()
+            self.phase_seconds["tokens"] += trigrams - tokenised
+            self._trigrams.add(datas, blob_index)
+            self.phase_seconds["trigrams"] += time.perf_counter() - trigrams
+        self.analyse_seconds += time.perf_counter() - started
+
+    def _add_chunks(self, chunks: ChunkBatch, blob_index: I32) -> None:
+        n = len(chunks.blob)
+        if not n:
+            return
+        self._terms.add(0, chunks.text, chunks.offsets, self.n_chunks)
+        symbol_text, symbol_starts = _joined(chunks.symbol)
+        self._terms.add(1, symbol_text, symbol_starts, self.n_chunks)
+        self._chunk_parts.append(
+            {
+                "blob": blob_index[chunks.blob],
+                "start_line": chunks.start_row.astype(np.int32) + 1,
+                "end_line": chunks.end_row.astype(np.int32) + 1,
+                # Arrow, not lists of str: the parts of a whole build are held to its end.
+                "symbol": pa.array(chunks.symbol, pa.string()),
+                "kind": pa.array(chunks.kind, pa.string()),
+            }
+        )
+        self.n_chunks += n
+
+    def tables(self) -> SegmentTables:
+        """The segment's tables: terms sorted by their UTF-8 bytes, postings by (term, chunk).
+
+        Chunks without a single term are dropped here, now that terms are known.
+        """
+        finishing = time.perf_counter()
+        n = self.n_chunks
+        terms = self._terms.analyse(n)
+        len_body, len_sym = self._terms.lengths
+        keep = (len_body > 0) | (len_sym > 0)
+        new_id = np.cumsum(keep) - 1
+        postings = term_postings(
+            [self._terms.expanded(0, new_id), self._terms.expanded(1, new_id)],
+            len(terms),
+            int(keep.sum()),
+        )
+        self.phase_seconds["postings"] += time.perf_counter() - finishing
+        n_blobs = len(self._blob_oids)
+        parts = self._chunk_parts
+        mask = pa.array(keep)
+        chunk_blob = np.zeros(0, np.int32)
+        if parts:
+            chunk_blob = np.concatenate([p["blob"] for p in parts])[keep]
+        chunk_count = np.bincount(chunk_blob, minlength=n_blobs).astype(np.int32)
+        chunk_start = np.searchsorted(chunk_blob, np.arange(n_blobs)).astype(np.int32)
+        blobs = pa.table(
+            {
+                "oid": pa.array(self._blob_oids, pa.binary(20)),
+                "indexed": pa.array(self._blob_indexed, pa.bool_()),
+                "language": pa.array(self._blob_language, pa.string()).dictionary_encode(),
+                "n_lines": pa.array(self._blob_lines, pa.int32()),
+                "size": pa.array(self._blob_size, pa.int64()),
+                "chunk_start": chunk_start,
+                "chunk_count": chunk_count,
+            }
+        )
+
+        def lines(name: str) -> npt.NDArray[np.int32]:
+            if not parts:
+                return np.zeros(0, np.int32)
+            return np.concatenate([p[name] for p in parts])[keep]
+
+        def strings(name: str) -> pa.Array:
+            return pa.concat_arrays([pa.array([], pa.string())] + [p[name] for p in parts]).filter(
+                mask
+            )
+
+        chunks = pa.table(
+            {
+                "blob": chunk_blob.astype(np.int32),
+                "start_line": lines("start_line"),
+                "end_line": lines("end_line"),
+                "len_body": len_body[keep].astype(np.int32),
+                "len_sym": len_sym[keep].astype(np.int32),
+                "symbol": strings("symbol"),
+                "kind": strings("kind").dictionary_encode(),
+            }
+        )
+        term_table = pa.table(
+            {
+                "term": terms.cast(pa.string()),
+                "start": postings.start,
+                "count": postings.count.astype(np.int32),
+            }
+        )
+        table = pa.table(
+            {"chunk": postings.chunk, "tf_body": postings.tf_body, "tf_sym": postings.tf_sym}
+        )
+        inverted = time.perf_counter()
+        trigrams, definitions = self._trigrams.tables()
+        self.phase_seconds["postings"] += time.perf_counter() - inverted
+        return SegmentTables(
+            blobs,
+            chunks,
+            term_table,
+            table,
+            trigrams.trigrams,
+            trigrams.postings,
+            definitions.trigrams,
+            definitions.postings,
+        )
+
+
+def _joined(symbols: list[str | None]) -> tuple[bytes, I64]:
+    """The symbols as one buffer (a newline after each) and where each starts."""
+    encoded = [(s or "").encode() for s in symbols]
+    sizes = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) + 1
+    starts = np.zeros(len(encoded), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    return b"\n".join(encoded) + b"\n", starts

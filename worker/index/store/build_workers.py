@@ -1,0 +1,259 @@
+"""The processes a build analyses in: forked from a fork server, and started ahead.
+
+A build with more than one worker analyses in a pool of processes forked from a fork server
+that has imported the analysis, so each worker starts with numpy, Arrow, numba and the
+grammars' modules loaded; each then warms up (`warm_up`: the parsers, the compiled trigram
+pass) before its first task. `start_build_workers` starts the server and the pool of the
+next build, for a caller with something slow to do first (a mirror's fetch), so that all of
+this overlaps the fetch. A pool serves one build.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing.context
+import multiprocessing.forkserver
+import os
+import sys
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+from multiprocessing.sharedctypes import Synchronized
+from multiprocessing.synchronize import Barrier
+from types import BuiltinFunctionType, FunctionType, ModuleType
+from typing import Final
+
+import structlog
+
+from worker.index.analysis.grammars import PARSED_LANGUAGES
+from worker.index.analysis.segment_builder import BlobSource, SegmentBuilder
+
+log = structlog.get_logger(__name__)
+
+_shared: dict[str, Synchronized[int]] = {}
+"""In a build worker: the shared index of the next blob no worker has taken."""
+_gate: list[Barrier] = []
+"""In a build worker: the barrier every worker of its pool passes when started ahead."""
+_START_TIMEOUT: Final = 60.0
+_SAMPLE: Final = b"def handleRequest(self, request_id):\n    return parse_url(self.base_url)\n"
+_SAMPLE_PATHS: Final[dict[str, str]] = {
+    "python": "sample.py",
+    "javascript": "sample.js",
+    "typescript": "sample.ts",
+    "tsx": "sample.tsx",
+    "go": "sample.go",
+    "java": "Sample.java",
+    "rust": "sample.rs",
+    "c": "sample.c",
+    "cpp": "sample.cpp",
+}
+
+
+def warm_up() -> None:
+    """Analyse one small blob under each parsed language (the results are thrown away).
+
+    Loads every grammar and compiles its definition query (20 ms for C++ alone), makes a
+    parser for each, and loads the compiled trigram pass: what a worker would otherwise do
+    on its first blobs, while the build waits for it.
+    """
+    builder = SegmentBuilder(1 << 20)
+    builder.add(
+        BlobSource(bytes([i]) * 20, _SAMPLE_PATHS[language], _SAMPLE)
+        for i, language in enumerate(sorted(PARSED_LANGUAGES))
+    )
+    builder.tables()
+
+
+@dataclass(frozen=True, slots=True)
+class BuildPool:
+    """The worker processes of one build."""
+
+    executor: ProcessPoolExecutor
+    size: int
+    started: tuple[Future[int], ...]
+    """Started ahead: each worker's process id once it is up and warm (else none)."""
+
+
+class _Ahead:
+    """The pool started ahead for the next build, and the thread starting it (until it is)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pool: BuildPool | None = None
+        self.starting: threading.Thread | None = None
+
+    def wait_for_start(self) -> None:
+        """Wait until the workers being started ahead (if any) are started."""
+        starting = self.starting
+        if starting is not None:
+            starting.join()
+
+    def take(self, size: int | None) -> BuildPool | None:
+        """The pool started ahead, if any (of `size` workers, if given); no longer ahead."""
+        self.wait_for_start()
+        with self.lock:
+            pool = self.pool
+            if pool is None or (size is not None and pool.size != size):
+                return None
+            self.pool = None
+            return pool
+
+
+_ahead = _Ahead()
+
+
+def next_item() -> Synchronized[int]:
+    """In a build worker: the shared index of the next blob no worker has taken."""
+    return _shared["next"]
+
+
+def _start_worker(counter: Synchronized[int], gate: Barrier) -> None:
+    """Pool initializer: the index of the next blob no worker has taken and the pool's start
+    barrier; warmed up; what the fork server made left out of garbage collection.
+
+    A full collection walks every object the worker inherited (numpy, Arrow, the grammars)
+    and writes to each, so the worker copies their pages: 30 to 55 ms of a one-second build,
+    in the first list the worker made. Frozen, they are never walked.
+    """
+    _shared["next"] = counter
+    _gate[:] = [gate]
+    warm_up()
+    gc.freeze()
+
+
+def _pass_gate() -> int:
+    """Wait until every worker of the pool is up (and warm); its process id."""
+    _gate[0].wait(_START_TIMEOUT)
+    return os.getpid()
+
+
+def _new_pool(size: int, *, start_now: bool) -> BuildPool:
+    context = fork_server()
+    counter = context.Value("q", 0)
+    gate = context.Barrier(size)
+    executor = ProcessPoolExecutor(
+        size, mp_context=context, initializer=_start_worker, initargs=(counter, gate)
+    )
+    started: tuple[Future[int], ...] = ()
+    if start_now:
+        # A pool starts a process for a task only when none is idle: each of these holds
+        # its worker until all are up, so every worker starts now.
+        started = tuple(executor.submit(_pass_gate) for _ in range(size))
+    return BuildPool(executor, size, started)
+
+
+def start_build_workers(workers: int) -> None:
+    """Start the fork server, and in the background the next build's `workers` processes,
+    so that they are up and warm when the build is.
+
+    For a caller that will build after something slow (a fetch): the server's imports and
+    the workers' start overlap that instead of the build. Forking waits for the server's
+    imports (a second or more), hence the thread.
+    """
+    fork_server()
+    with _ahead.lock:
+        if _ahead.starting is not None:
+            return
+        _ahead.starting = threading.Thread(
+            target=_start_ahead, args=(workers,), name="start-build-workers", daemon=True
+        )
+        _ahead.starting.start()
+
+
+def _start_ahead(workers: int) -> None:
+    stale = None
+    try:
+        current = _ahead.pool
+        if workers >= 2 and (current is None or current.size != workers):
+            pool = _new_pool(workers, start_now=True)
+            with _ahead.lock:
+                stale, _ahead.pool = _ahead.pool, pool
+    except Exception as exc:
+        log.warning("search.build_workers.not_started", workers=workers, error=repr(exc))
+    finally:
+        with _ahead.lock:
+            _ahead.starting = None
+    if stale is not None:
+        stale.executor.shutdown(wait=False)
+
+
+def wait_for_build_workers() -> None:
+    """Wait until the workers `start_build_workers` started ahead (if any) are all up.
+
+    For a caller that times a build alone, as if it had had something slow to do first (a
+    benchmark repeating the mirror's cold build): the build then finds them ready.
+    """
+    _ahead.wait_for_start()
+    with _ahead.lock:
+        pool = _ahead.pool
+    if pool is not None:
+        for started in pool.started:
+            started.result(_START_TIMEOUT)
+
+
+def stop_build_workers() -> None:
+    """Shut down the workers started ahead, if any (for a process done building)."""
+    stale = _ahead.take(None)
+    if stale is not None:
+        stale.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def build_pool(workers: int) -> BuildPool:
+    """A pool of `workers` processes for one build, the one started ahead if it fits; the
+    caller shuts it down."""
+    ahead = _ahead.take(workers)
+    if ahead is not None:
+        return ahead
+    return _new_pool(workers, start_now=False)
+
+
+def fork_server() -> multiprocessing.context.ForkServerContext:
+    """The fork server context the build's workers come from, started now.
+
+    The fork server imports the analysis once; each worker forked from it starts with those
+    modules loaded instead of importing them again. Started before the tree is walked, it
+    imports while the parent works.
+    """
+    context = get_context("forkserver")
+    context.set_forkserver_preload(fork_server_preload())
+    multiprocessing.forkserver.ensure_running()
+    return context
+
+
+def fork_server_preload() -> list[str]:
+    """The modules the fork server imports before it forks: the build, and those the
+    program's main module imported.
+
+    Every worker runs its parent's main module again (multiprocessing makes it `__mp_main__`).
+    With the modules it imports already in the server, only its own body runs again. Without,
+    `python -m bench.speed` had each worker import the bench harness first, 80 ms of a
+    one-second Django build. The main module itself is left out: runpy warns when a module
+    it is asked to run is imported already, and a package's `__main__` would run on import.
+    """
+    main = sys.modules.get("__main__")
+    used = _modules_used_by(main) if main is not None else []
+    return ["__main__", *used, "worker.index.store.build", __name__]
+
+
+def _modules_used_by(module: ModuleType) -> list[str]:
+    """The imported modules that a module's globals are, or whose classes and functions they
+    hold (its own dunder names aside)."""
+    names = set()
+    for key, value in list(vars(module).items()):
+        if key.startswith("__"):
+            continue
+        # By type alone: isinstance may ask an object for its __class__, which could run anything.
+        kind = type(value)
+        if issubclass(kind, ModuleType):
+            name = value.__name__
+        elif issubclass(kind, (type, FunctionType, BuiltinFunctionType)):
+            name = value.__module__
+        else:
+            continue
+        if isinstance(name, str) and name in sys.modules and not name.startswith("__"):
+            names.add(name)
+    names.discard(module.__name__)
+    names.discard(getattr(module.__spec__, "name", None))
+    names.discard("builtins")
+    return sorted(names)

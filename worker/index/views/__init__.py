@@ -1,0 +1,1 @@
+"""What queries read from a commit's index: BM25F text ranking, trigram candidates."""

@@ -1,0 +1,372 @@
+"""Rank a commit's chunks for a query: BM25F over chunk fields, path fields, file aggregation.
+
+A chunk scores BM25F over its body and its symbol name; a file scores its best chunk plus a
+damped share of its other chunks plus a BM25F score of its path and file name; hits come out
+file by file (best file first), a file's later chunks discounted so results stay diverse.
+Statistics (N, df, average lengths) count only the commit's live chunks.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Final
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from worker.index.analysis.tokens import raw_tokens, token_terms
+from worker.index.store.commit_view import CommitTables, PathIndex
+from worker.index.store.segment import Segment
+
+_TEST_PATH: Final = re.compile(
+    r"(^|/)(tests?|testing|__tests__|spec)/|(^|/)test_[^/]*$|_tests?\.[^/]*$|(^|/)conftest\.py$"
+)
+_DOC_PATH: Final = re.compile(r"\.(md|rst|txt|adoc)$|(^|/)(docs?|Documentation)/", re.IGNORECASE)
+
+F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
+
+
+class SearchHit(msgspec.Struct, frozen=True):
+    """One ranked chunk: where it is (path, blob, 1-based inclusive lines) and what it is."""
+
+    path: str
+    blob: str
+    start_line: int
+    end_line: int
+    score: float
+    symbol: str | None
+    language: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RankingParams:
+    """The ranking's knobs; the defaults are the values the quality benchmark chose."""
+
+    k1: float = 1.2
+    b: float = 0.75
+    w_body: float = 1.0
+    w_symbol: float = 3.0
+    w_path: float = 1.0
+    w_name: float = 2.0
+    path_weight: float = 0.5
+    """Path-field score relative to the content score in a file's score."""
+    rest_weight: float = 0.0
+    """Share of a file's other chunks' scores added to its best chunk's."""
+    k3: float = 1.5
+    """Saturation of a term's count in the query (long reports repeat words)."""
+    identifier_boost: float = 1.5
+    """Query weight of whole identifiers (`get_user`, `QuerySet`) over plain words."""
+    max_terms: int = 24
+    """Only the highest-weighted query terms are scored: a long report costs no more."""
+    diversity_decay: float = 0.5
+    test_prior: float = 0.3
+    """Multiplier of files under a tests directory or named like a test."""
+    doc_prior: float = 0.5
+    """Multiplier of prose files (docs, changelogs: .md, .rst, .txt)."""
+
+
+DEFAULT_PARAMS: Final = RankingParams()
+
+
+def query_weights(query: str, params: RankingParams = DEFAULT_PARAMS) -> dict[str, float]:
+    """Each query term with its query-side weight (saturated count, identifier boost)."""
+    counts: Counter[str] = Counter()
+    identifiers: set[str] = set()
+    for token in raw_tokens(query):
+        terms = token_terms(token)
+        counts.update(terms)
+        if len(terms) > 1:
+            identifiers.add(terms[-1])
+    k3 = params.k3
+    return {
+        term: (k3 + 1) * n / (k3 + n) * (params.identifier_boost if term in identifiers else 1.0)
+        for term, n in counts.items()
+    }
+
+
+def _idf(n_docs: int, df: int | npt.NDArray[np.int64]) -> float:
+    return float(np.log1p((n_docs - df + 0.5) / (df + 0.5)))
+
+
+class CommitIndex:
+    """The index of one commit: its segments, the live part of each, and its path index.
+
+    Immutable after construction, so concurrent readers need no lock.
+    """
+
+    def __init__(
+        self,
+        commit: str,
+        segments: Sequence[Segment],
+        view: CommitTables,
+        params: RankingParams = DEFAULT_PARAMS,
+        *,
+        source: str = "stored",
+    ) -> None:
+        self.commit = commit
+        self.source = source
+        """`stored` when mapped from the cache, `on-demand` when built by this worker."""
+        self.params = params
+        self._segments = list(segments)
+        self._paths = PathIndex(view)
+        blob_off = np.zeros(len(segments) + 1, dtype=np.int64)
+        chunk_off = np.zeros(len(segments) + 1, dtype=np.int64)
+        for i, seg in enumerate(segments):
+            blob_off[i + 1] = blob_off[i] + seg.n_blobs
+            chunk_off[i + 1] = chunk_off[i] + seg.n_chunks
+        self._blob_off = blob_off
+        self._chunk_off = chunk_off
+        self.n_paths = self._paths.n_paths
+        self._path_gblob = blob_off[self._paths.segment] + self._paths.blob
+        live_blob = np.zeros(int(blob_off[-1]), dtype=bool)
+        live_blob[self._path_gblob] = True
+        self._chunk_gblob = np.concatenate(
+            [seg.chunk_blob.astype(np.int64) + blob_off[i] for i, seg in enumerate(segments)]
+            or [np.zeros(0, np.int64)]
+        )
+        live = live_blob[self._chunk_gblob]
+        self._live = [live[chunk_off[i] : chunk_off[i + 1]] for i in range(len(segments))]
+        self._all_live = [bool(m.all()) for m in self._live]
+        self.n_chunks = int(live.sum())
+        len_body = np.concatenate([s.len_body for s in segments] or [np.zeros(0, np.int32)])
+        len_sym = np.concatenate([s.len_sym for s in segments] or [np.zeros(0, np.int32)])
+        avg_body = float(len_body[live].mean()) if self.n_chunks else 1.0
+        avg_sym = float(len_sym[live].mean()) if self.n_chunks else 1.0
+        b = params.b
+        self._norm_body = (params.w_body / (1 - b + b * len_body / max(avg_body, 1e-9))).astype(
+            np.float32
+        )
+        self._norm_sym = (params.w_symbol / (1 - b + b * len_sym / max(avg_sym, 1e-9))).astype(
+            np.float32
+        )
+        avg_path = float(self._paths.len_path.mean()) if self.n_paths else 1.0
+        avg_name = float(self._paths.len_name.mean()) if self.n_paths else 1.0
+        self._norm_path = (
+            params.w_path / (1 - b + b * self._paths.len_path / max(avg_path, 1e-9))
+        ).astype(np.float32)
+        self._norm_name = (
+            params.w_name / (1 - b + b * self._paths.len_name / max(avg_name, 1e-9))
+        ).astype(np.float32)
+        self._prior = self._path_priors(params)
+        self._ext_masks: dict[frozenset[str], npt.NDArray[np.bool_]] = {}
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        """The segments the commit's blobs are in."""
+        return tuple(self._segments)
+
+    @property
+    def path_column(self) -> pa.ChunkedArray:
+        """The indexed paths, in path order (row i is path i)."""
+        return self._paths.paths
+
+    @property
+    def path_oids(self) -> npt.NDArray[np.uint8]:
+        """Shape (paths, 20): each path's raw blob id."""
+        return self._paths.oids
+
+    @property
+    def path_segment(self) -> npt.NDArray[np.int32]:
+        """Each path's segment (an index into `segments`)."""
+        return self._paths.segment
+
+    @property
+    def path_blob(self) -> npt.NDArray[np.int32]:
+        """Each path's blob row in its segment."""
+        return self._paths.blob
+
+    def _path_priors(self, params: RankingParams) -> F64:
+        prior = np.ones(self.n_paths, dtype=np.float64)
+        if params.test_prior == 1.0 and params.doc_prior == 1.0:
+            return prior
+        for row, path in enumerate(self._paths.paths.to_pylist()):
+            if _TEST_PATH.search(path):
+                prior[row] = params.test_prior
+            elif _DOC_PATH.search(path):
+                prior[row] = params.doc_prior
+        return prior
+
+    def _extension_mask(self, extensions: frozenset[str]) -> npt.NDArray[np.bool_]:
+        mask = self._ext_masks.get(extensions)
+        if mask is None:
+            wanted = {e.lower() for e in extensions}
+            mask = np.fromiter(
+                (PurePosixPath(p).suffix.lower() in wanted for p in self._paths.paths.to_pylist()),
+                dtype=bool,
+                count=self.n_paths,
+            )
+            self._ext_masks[extensions] = mask
+        return mask
+
+    def _selected_terms(
+        self, weights: Mapping[str, float]
+    ) -> list[tuple[str, float, list[tuple[int, int, int]]]]:
+        """The query terms worth scoring: (term, query weight, [(segment, start, count)])."""
+        found = []
+        for term, qw in weights.items():
+            slices = []
+            df = 0
+            for i, seg in enumerate(self._segments):
+                hit = seg.lookup(term)
+                if hit is not None:
+                    slices.append((i, hit[0], hit[1]))
+                    df += hit[1]
+            if df or self._paths.lookup(term) is not None:
+                rank = qw * _idf(max(self.n_chunks, df), df)
+                found.append((rank, term, qw, slices))
+        found.sort(key=lambda f: (-f[0], f[1]))
+        return [(term, qw, slices) for _, term, qw, slices in found[: self.params.max_terms]]
+
+    def _chunk_scores(self, selected: list[tuple[str, float, list[tuple[int, int, int]]]]) -> F64:
+        k1 = self.params.k1
+        ids: list[npt.NDArray[np.int64]] = []
+        contribs: list[F32] = []
+        for _, qw, slices in selected:
+            gathered = []
+            df = 0
+            for seg_index, start, count in slices:
+                seg = self._segments[seg_index]
+                chunk = seg.post_chunk[start : start + count]
+                tfb = seg.post_tf_body[start : start + count]
+                tfs = seg.post_tf_sym[start : start + count]
+                if not self._all_live[seg_index]:
+                    keep = self._live[seg_index][chunk]
+                    chunk, tfb, tfs = chunk[keep], tfb[keep], tfs[keep]
+                gchunk = chunk.astype(np.int64) + self._chunk_off[seg_index]
+                gathered.append((gchunk, tfb, tfs))
+                df += len(chunk)
+            if not df:
+                continue
+            weight = np.float32(qw * _idf(self.n_chunks, df))
+            for gchunk, tfb, tfs in gathered:
+                tf = tfb * self._norm_body[gchunk] + tfs * self._norm_sym[gchunk]
+                ids.append(gchunk)
+                contribs.append(weight * tf / (k1 + tf))
+        if not ids:
+            return np.zeros(0, dtype=np.float64)
+        scores: F64 = np.bincount(
+            np.concatenate(ids), weights=np.concatenate(contribs), minlength=len(self._chunk_gblob)
+        ).astype(np.float64, copy=False)
+        return scores
+
+    def _path_scores(self, selected: list[tuple[str, float, list[tuple[int, int, int]]]]) -> F64:
+        k1 = self.params.k1
+        paths = self._paths
+        score = np.zeros(self.n_paths, dtype=np.float64)
+        for term, qw, _ in selected:
+            found = paths.lookup(term)
+            if found is None:
+                continue
+            start, count = found
+            rows = paths.post_path[start : start + count]
+            tf = (
+                paths.post_tf_path[start : start + count] * self._norm_path[rows]
+                + paths.post_tf_name[start : start + count] * self._norm_name[rows]
+            )
+            score[rows] += qw * _idf(self.n_paths, count) * tf / (k1 + tf)
+        return score
+
+    def ranked(
+        self, query: str | Mapping[str, float], *, extensions: frozenset[str] | None = None
+    ) -> Iterator[SearchHit]:
+        """Chunks in descending relevance (deterministic tie order), diverse across files.
+
+        `query` is the text, or its `query_weights` when the caller analysed it once for the
+        indexes of several repositories. Lazy: the caller can filter (licenses, per-repo
+        caps) and stop early.
+        """
+        weights = query_weights(query, self.params) if isinstance(query, str) else query
+        selected = self._selected_terms(weights)
+        if not selected or not self.n_paths:
+            return iter(())
+        chunk_score = self._chunk_scores(selected)
+        n_gblobs = int(self._blob_off[-1])
+        best: F64 = np.zeros(n_gblobs, dtype=np.float64)
+        total: F64 = np.zeros(n_gblobs, dtype=np.float64)
+        if len(chunk_score):
+            nz = np.flatnonzero(chunk_score)
+            gblob = self._chunk_gblob[nz]
+            np.maximum.at(best, gblob, chunk_score[nz])
+            total = np.bincount(gblob, weights=chunk_score[nz], minlength=n_gblobs).astype(
+                np.float64, copy=False
+            )
+        blob_score = best + self.params.rest_weight * (total - best)
+        file_score = blob_score[self._path_gblob] + self.params.path_weight * self._path_scores(
+            selected
+        )
+        file_score *= self._prior
+        if extensions is not None:
+            file_score[~self._extension_mask(extensions)] = 0.0
+        candidates = np.flatnonzero(file_score > 0)
+        order = candidates[np.lexsort((candidates, -file_score[candidates]))]
+        return self._emit(order, file_score, chunk_score)
+
+    def _file_chunks(self, path_row: int, chunk_score: F64) -> tuple[list[int], list[float]]:
+        seg_index = int(self._paths.segment[path_row])
+        blob = int(self._paths.blob[path_row])
+        seg = self._segments[seg_index]
+        first = int(seg.blob_chunk_start[blob])
+        count = int(seg.blob_chunk_count[blob])
+        if count == 0:
+            return [], []
+        base = int(self._chunk_off[seg_index])
+        scores = chunk_score[base + first : base + first + count] if len(chunk_score) else None
+        if scores is None or not scores.any():
+            return [first], [0.0]
+        nz = np.flatnonzero(scores)
+        ranked = nz[np.lexsort((nz, -scores[nz]))]
+        return (ranked + first).tolist(), scores[ranked].tolist()
+
+    def _hit(self, path_row: int, chunk: int, score: float) -> SearchHit:
+        seg = self._segments[int(self._paths.segment[path_row])]
+        blob = int(self._paths.blob[path_row])
+        return SearchHit(
+            path=self._paths.path(path_row),
+            blob=seg.oid(blob),
+            start_line=int(seg.chunk_start_line[chunk]),
+            end_line=int(seg.chunk_end_line[chunk]),
+            score=score,
+            symbol=seg.symbol(chunk),
+            language=seg.language(blob),
+        )
+
+    def _emit(
+        self, order: npt.NDArray[np.int64], file_score: F64, chunk_score: F64
+    ) -> Iterator[SearchHit]:
+        decay = self.params.diversity_decay
+        # Heap of (-score, file rank, k): a file's k-th chunk scores file * decay**k * relative.
+        heap: list[tuple[float, int, int]] = []
+        per_file: dict[int, tuple[list[int], list[float]]] = {}
+        next_file = 0
+        n_files = len(order)
+        while True:
+            if next_file < n_files and (not heap or -heap[0][0] <= file_score[order[next_file]]):
+                rank = next_file
+                next_file += 1
+                row = int(order[rank])
+                chunks, scores = self._file_chunks(row, chunk_score)
+                if not chunks:
+                    continue
+                per_file[rank] = (chunks, scores)
+                heapq.heappush(heap, (-float(file_score[row]), rank, 0))
+                continue
+            if not heap:
+                return
+            neg, rank, k = heapq.heappop(heap)
+            row = int(order[rank])
+            chunks, scores = per_file[rank]
+            yield self._hit(row, chunks[k], -neg)
+            if k + 1 < len(chunks):
+                base = float(file_score[row])
+                relative = scores[k + 1] / scores[0] if scores[0] > 0 else 0.0
+                heapq.heappush(heap, (-(base * decay ** (k + 1) * relative), rank, k + 1))
+            else:
+                del per_file[rank]

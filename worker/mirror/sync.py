@@ -1,0 +1,307 @@
+"""The mirror: the only writer of the cache. Registers, clones, fetches, indexes and publishes.
+
+A first sync clones into a temporary directory and renames it into place; later syncs
+fetch into the bare repository (git writes objects before it moves refs). Either way
+the MirrorState that workers read is published last, after the index of the new head
+and its identified license files are stored, so a reader sees the previous sync or the
+new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import msgspec
+import pygit2
+import structlog
+
+from worker.config import (
+    Config,
+    RepoEntry,
+    load_config,
+    parse_config,
+    render_repo_entry,
+)
+from worker.errors import ConfigError, RevisionNotFound
+from worker.licenses import LicenseInfo, LicenseResolver
+from worker.repos.catalog import resolve_revision
+from worker.repos.layout import (
+    CacheLayout,
+    IdentifiedLicenses,
+    MirrorState,
+    atomic_write_bytes,
+    trust_configured_repositories,
+)
+
+log = structlog.get_logger(__name__)
+
+FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
+
+ProgressCallback = Callable[[str, str], None]
+"""Receives (repo name, a one-line progress message)."""
+
+
+class SyncError(Exception):
+    """A repository could not be synced; the message says which and why."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SyncResult:
+    """What one sync of one repository did."""
+
+    repo: str
+    head: str
+    previous_head: str | None
+    received_objects: int
+    seconds: float
+    index_seconds: float
+    """Building the index of the head (every view: research ranking and code search)."""
+    index_workers: int
+    """Processes the research index was built with."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _IndexTimings:
+    seconds: float
+    workers: int
+
+
+class _Progress(pygit2.RemoteCallbacks):
+    """Reports transfer progress at most every half second."""
+
+    def __init__(self, name: str, report: ProgressCallback | None) -> None:
+        super().__init__()
+        self._name = name
+        self._report = report
+        self._last = 0.0
+
+    def transfer_progress(self, stats: pygit2.remotes.TransferProgress) -> None:
+        now = time.monotonic()
+        done = (
+            stats.received_objects == stats.total_objects
+            and stats.indexed_deltas == stats.total_deltas
+        )
+        if self._report is None or (now - self._last < 0.5 and not done):
+            return
+        self._last = now
+        total = max(stats.total_objects, 1)
+        self._report(
+            self._name,
+            f"receiving objects {100 * stats.received_objects // total}% "
+            f"({stats.received_objects}/{stats.total_objects}), "
+            f"{stats.received_bytes / 2**20:.1f} MiB, "
+            f"deltas {stats.indexed_deltas}/{stats.total_deltas}",
+        )
+
+
+class Mirror:
+    """Keeps the bare mirrors, indexes and states of the repositories in the config."""
+
+    def __init__(
+        self,
+        cache_dir: Path,
+        config_file: Path,
+        *,
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        trust_configured_repositories()
+        self.layout = CacheLayout(cache_dir)
+        self.config_file = config_file
+        self.config: Config = load_config(config_file)
+        self._progress = progress
+
+    def add(self, name: str, url: str) -> RepoEntry:
+        """Register `name` at `url` in the config file (atomically) and return its entry."""
+        if self.config.repo(name) is not None:
+            raise ConfigError(f"{name} is already registered in {self.config_file}")
+        existing = self.config_file.read_text() if self.config_file.exists() else ""
+        updated = existing + render_repo_entry(name, url)
+        config = parse_config(updated, source=str(self.config_file))
+        atomic_write_bytes(self.config_file, updated.encode())
+        self.config = config
+        entry = config.repo(name)
+        assert entry is not None
+        return entry
+
+    def sync(self, names: Sequence[str] = ()) -> list[SyncResult]:
+        """Sync `names` (default: every registered repository); the first failure raises."""
+        if names:
+            entries = []
+            for name in names:
+                entry = self.config.repo(name)
+                if entry is None:
+                    raise SyncError(f"{name} is not registered in {self.config_file}")
+                entries.append(entry)
+        else:
+            entries = list(self.config.repos)
+        return [self.sync_one(entry) for entry in entries]
+
+    def sync_one(self, entry: RepoEntry) -> SyncResult:
+        """Clone or fetch one repository, index its head, then publish its state."""
+        started = time.monotonic()
+        with self.layout.sync_lock(entry.name):
+            if self._index_workers() > 1:
+                from worker.index import start_build_workers
+
+                start_build_workers(self._index_workers())
+            previous = self.layout.read_state(entry.name)
+            repo_dir = self.layout.repo_dir(entry.name)
+            if repo_dir.is_dir():
+                repo, received = self._fetch(entry, pygit2.Repository(str(repo_dir)))
+            else:
+                repo, received = self._clone(entry, repo_dir)
+            default_ref = self._default_ref(entry, repo)
+            head = str(repo.references[default_ref].peel(pygit2.Commit).id)
+            timings = self._index(entry, repo, head)
+            root_license = self._identify_licenses(entry.name, repo, head)
+            self.layout.write_state(
+                MirrorState(
+                    repo=entry.name,
+                    url=entry.url,
+                    default_ref=default_ref,
+                    head=head,
+                    synced_at=dt.datetime.now(dt.UTC).replace(microsecond=0),
+                    indexed_commit=head,
+                    license=root_license.spdx if root_license else None,
+                    license_source=root_license.source if root_license else None,
+                )
+            )
+        result = SyncResult(
+            repo=entry.name,
+            head=head,
+            previous_head=previous.head if previous else None,
+            received_objects=received,
+            seconds=time.monotonic() - started,
+            index_seconds=timings.seconds,
+            index_workers=timings.workers,
+        )
+        log.info("mirror.synced", **dataclasses.asdict(result))
+        return result
+
+    def rebuild_index(self, name: str, revision: str | None = None) -> tuple[str, float]:
+        """Index `name` at `revision` (default: its mirrored head) again; (commit, seconds).
+
+        Re-indexing the published head republishes the state with it marked indexed.
+        """
+        entry = self.config.repo(name)
+        if entry is None:
+            raise SyncError(f"{name} is not registered in {self.config_file}")
+        started = time.monotonic()
+        with self.layout.sync_lock(entry.name):
+            state = self.layout.read_state(entry.name)
+            if state is None:
+                raise SyncError(f"{entry.name} has never been synced")
+            repo = pygit2.Repository(str(self.layout.repo_dir(entry.name)))
+            commit = resolve_revision(repo, revision) if revision else state.head
+            if commit is None:
+                raise RevisionNotFound(
+                    f"{revision!r} is not a commit, tag or branch of {entry.name}",
+                    repo=entry.name,
+                    revision=revision,
+                )
+            self._index(entry, repo, commit)
+            if commit == state.head:
+                self.layout.write_state(msgspec.structs.replace(state, indexed_commit=commit))
+        return commit, time.monotonic() - started
+
+    def _identify_licenses(
+        self, name: str, repo: pygit2.Repository, head: str
+    ) -> LicenseInfo | None:
+        """Identify and publish every license file of `head`; return its root license.
+
+        Texts the last sync identified are not identified again (answers are by blob id).
+        """
+        tree = repo[head].peel(pygit2.Tree)
+        previous = self.layout.read_licenses(name)
+        resolver = LicenseResolver(repo, identified=previous.texts if previous else None)
+        texts = resolver.identify_license_files(tree)
+        self.layout.write_licenses(name, IdentifiedLicenses(commit=head, texts=texts))
+        return resolver.for_root(tree)
+
+    def _clone(self, entry: RepoEntry, repo_dir: Path) -> tuple[pygit2.Repository, int]:
+        repo_dir.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(
+            tempfile.mkdtemp(dir=repo_dir.parent, prefix=f".{repo_dir.name}.", suffix=".tmp")
+        )
+        try:
+            repo = pygit2.init_repository(str(staging), bare=True)
+            repo.remotes.create("origin", entry.url, fetch=FETCH_REFSPECS[0])
+            for refspec in FETCH_REFSPECS[1:]:
+                repo.remotes.add_fetch("origin", refspec)
+            objects = self._fetch_remote(entry, repo)
+            staging.rename(repo_dir)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return pygit2.Repository(str(repo_dir)), objects
+
+    def _fetch(self, entry: RepoEntry, repo: pygit2.Repository) -> tuple[pygit2.Repository, int]:
+        if repo.remotes["origin"].url != entry.url:
+            repo.remotes.set_url("origin", entry.url)
+        return repo, self._fetch_remote(entry, repo)
+
+    def _fetch_remote(self, entry: RepoEntry, repo: pygit2.Repository) -> int:
+        """Fetch from the entry's remote; the number of objects received."""
+        self._report(entry.name, f"fetching {entry.url}")
+        try:
+            stats = repo.remotes["origin"].fetch(
+                callbacks=_Progress(entry.name, self._progress),
+                prune=pygit2.enums.FetchPrune.PRUNE,
+            )
+        except pygit2.GitError as exc:
+            raise SyncError(f"{entry.name}: cannot fetch {entry.url}: {exc}") from None
+        return int(stats.received_objects)
+
+    def _default_ref(self, entry: RepoEntry, repo: pygit2.Repository) -> str:
+        """The remote's default branch (its HEAD), recorded as the bare repository's HEAD."""
+        remote = repo.remotes["origin"]
+        try:
+            heads = remote.list_heads(callbacks=_Progress(entry.name, None))
+        except pygit2.GitError as exc:
+            raise SyncError(f"{entry.name}: cannot list {entry.url}: {exc}") from None
+        target = next(
+            (h.symref_target for h in heads if h.name == "HEAD" and h.symref_target), None
+        )
+        branches = sorted(r for r in repo.references if r.startswith("refs/heads/"))
+        if target not in branches:
+            target = next(
+                (b for b in ("refs/heads/main", "refs/heads/master") if b in branches), None
+            )
+            target = target or (branches[0] if branches else None)
+        if target is None:
+            raise SyncError(f"{entry.name}: {entry.url} has no branches")
+        repo.set_head(target)
+        return target
+
+    def _index(self, entry: RepoEntry, repo: pygit2.Repository, commit: str) -> _IndexTimings:
+        """Store the index of `commit`, every view of it (only changed blobs cost)."""
+        from worker.index import build_commit_index
+
+        workers = self._index_workers()
+        max_blob_bytes = self.config.server.max_blob_bytes
+        self._report(entry.name, f"indexing {commit[:12]} ({workers} processes)")
+        started = time.monotonic()
+        build_commit_index(
+            self.layout.root,
+            entry.name,
+            repo,
+            commit,
+            max_blob_bytes=max_blob_bytes,
+            workers=workers,
+        )
+        return _IndexTimings(seconds=time.monotonic() - started, workers=workers)
+
+    def _index_workers(self) -> int:
+        """Processes an index build uses: as configured, else one per core."""
+        return self.config.mirror.index_workers or os.cpu_count() or 1
+
+    def _report(self, name: str, message: str) -> None:
+        if self._progress is not None:
+            self._progress(name, message)

@@ -1,0 +1,1 @@
+"""Mirrored repositories as workers see them: cache layout, catalog, tree paths, excerpts."""

@@ -1,0 +1,1 @@
+"""The NATS edge: the server, the wire codec, admission and rate limits, reply batches."""

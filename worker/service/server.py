@@ -1,0 +1,302 @@
+"""The worker process's NATS side: a micro service answering the capability subjects.
+
+Each capability subject gets `concurrency` endpoint subscriptions in one queue group,
+so a worker works on at most that many requests at once and more workers add
+throughput with no coordination. Request work runs in a thread pool; the event loop
+only decodes, admits, and publishes. `drain` finishes what was received and takes
+nothing new, which is what SIGTERM does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import functools
+import os
+import signal
+import time
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import nats
+import structlog
+from nats.aio.client import Client as NATS
+from nats.micro import add_service
+from nats.micro.request import Request
+from nats.micro.service import EndpointStats, Service, ServiceConfig
+
+from contracts.errors import ErrorReply
+from contracts.subjects import (
+    HEADER_CONTENT_TYPE,
+    HEADER_REQUEST_ID,
+    HEADER_SERVICE_ERROR,
+    HEADER_SERVICE_ERROR_CODE,
+    QUEUE_GROUP,
+    SERVICE_NAME,
+    Subject,
+)
+from worker.errors import CapabilityDisabled
+from worker.service.codec import Codec, Codecs, error_from_exception
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """What a capability handler knows about the message it answers."""
+
+    request_id: str
+    subject: Subject
+    deadline: float
+    max_payload: int
+    encode: Callable[[Any], bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The encoded messages of an answer, in order, and the facts worth logging about it."""
+
+    messages: Sequence[bytes]
+    summary: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Capability:
+    """One subject's request type and its (blocking) handler."""
+
+    subject: Subject
+    request_type: type[Any]
+    handle: Callable[[Any, RequestContext], Reply]
+    enabled: bool = True
+
+
+Admission = Callable[[Subject], Awaitable[None]]
+"""Called before a request is handled; raises RateLimited (or another failure) to refuse it."""
+
+
+def service_version() -> str:
+    """The installed distribution's version, for service discovery."""
+    try:
+        return metadata.version("repo-reader")
+    except metadata.PackageNotFoundError:
+        return "0.0.0"
+
+
+class WorkerService:
+    """Serves `capabilities` on `nc` as the `repo_reader` micro service."""
+
+    def __init__(
+        self,
+        nc: NATS,
+        capabilities: Sequence[Capability],
+        *,
+        request_timeout: float,
+        concurrency: int = 1,
+        admission: Admission | None = None,
+        ready_file: Path | None = None,
+        name: str = SERVICE_NAME,
+        queue_group: str = QUEUE_GROUP,
+        description: str = "Bounded, license-attributed excerpts from mirrored git repositories",
+    ) -> None:
+        self._nc = nc
+        self._identity = (name, queue_group, description)
+        self._capabilities = {c.subject: c for c in capabilities}
+        self._codecs = Codecs({c.subject: c.request_type for c in capabilities})
+        self._timeout = request_timeout
+        self._concurrency = concurrency
+        self._admission = admission
+        self._ready_file = ready_file
+        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="repo-reader")
+        self._service: Service | None = None
+        self._errors: defaultdict[str, Counter[str]] = defaultdict(Counter)
+
+    async def start(self) -> None:
+        """Subscribe every capability subject and announce readiness."""
+        self._service = await add_service(
+            self._nc,
+            ServiceConfig(
+                name=self._identity[0],
+                version=service_version(),
+                description=self._identity[2],
+                queue_group=self._identity[1],
+                stats_handler=self._endpoint_stats,
+            ),
+        )
+        for subject in self._capabilities:
+            for _ in range(self._concurrency):
+                await self._service.add_endpoint(
+                    name=subject.capability.replace(".", "_"),
+                    subject=subject.value,
+                    handler=self._handle,
+                )
+        await self._nc.flush()
+        if self._ready_file is not None:
+            self._ready_file.write_text(f"{self._service.id}\n")
+        log.info(
+            "worker.ready",
+            subjects=[s.value for s in self._capabilities],
+            concurrency=self._concurrency,
+        )
+
+    async def drain(self) -> None:
+        """Stop taking requests, answer those already received, then close the connection."""
+        if self._ready_file is not None:
+            self._ready_file.unlink(missing_ok=True)
+        log.info("worker.draining")
+        await self._nc.drain()
+        self._pool.shutdown(wait=True)
+        log.info("worker.drained")
+
+    def _endpoint_stats(self, endpoint: EndpointStats) -> dict[str, Any]:
+        return {"errors_by_code": dict(sorted(self._errors[endpoint.name].items()))}
+
+    async def _handle(self, request: Request) -> None:
+        started = time.monotonic()
+        headers = request.headers or {}
+        request_id = headers.get(HEADER_REQUEST_ID) or uuid.uuid4().hex
+        subject = Subject(request.subject)
+        codec = self._codecs.for_message(headers, request.data)
+        reply_headers = {HEADER_CONTENT_TYPE: codec.content_type, HEADER_REQUEST_ID: request_id}
+        with structlog.contextvars.bound_contextvars(request_id=request_id, subject=subject.value):
+            try:
+                reply = await self._answer(subject, request.data, codec, request_id, started)
+            except Exception as exc:
+                await self._reply_error(
+                    request,
+                    exc,
+                    codec=codec,
+                    request_id=request_id,
+                    headers=reply_headers,
+                    subject=subject,
+                    started=started,
+                )
+                return
+            for message in reply.messages:
+                await request.respond(message, headers=reply_headers)
+            log.info(
+                "request.answered",
+                messages=len(reply.messages),
+                latency_ms=round(1000 * (time.monotonic() - started), 2),
+                **reply.summary,
+            )
+
+    async def _answer(
+        self, subject: Subject, data: bytes, codec: Codec, request_id: str, started: float
+    ) -> Reply:
+        capability = self._capabilities[subject]
+        if not capability.enabled:
+            raise CapabilityDisabled(
+                f"{subject.capability} is disabled on this server", capability=subject.capability
+            )
+        message = codec.decode(subject, data)
+        if self._admission is not None:
+            await self._admission(subject)
+        context = RequestContext(
+            request_id=request_id,
+            subject=subject,
+            deadline=started + self._timeout,
+            max_payload=self._nc.max_payload,
+            encode=codec.encode,
+        )
+        call = functools.partial(
+            contextvars.copy_context().run, capability.handle, message, context
+        )
+        return await asyncio.get_running_loop().run_in_executor(self._pool, call)
+
+    async def _reply_error(
+        self,
+        request: Request,
+        exc: Exception,
+        *,
+        codec: Codec,
+        request_id: str,
+        headers: dict[str, str],
+        subject: Subject,
+        started: float,
+    ) -> None:
+        error = error_from_exception(exc)
+        self._errors[subject.capability.replace(".", "_")][error.code.value] += 1
+        fields = {
+            "code": error.code.value,
+            "latency_ms": round(1000 * (time.monotonic() - started), 2),
+        }
+        if error.code == "INTERNAL":
+            log.error("request.failed", exc_info=exc, **fields)
+        else:
+            log.info("request.refused", message=error.message, **fields)
+        headers = {
+            **headers,
+            HEADER_SERVICE_ERROR_CODE: error.code.value,
+            HEADER_SERVICE_ERROR: _header_value(error.message),
+        }
+        await request.respond(
+            codec.encode(ErrorReply(request_id=request_id, errors=(error,))), headers=headers
+        )
+
+
+def _header_value(text: str) -> str:
+    """A header-safe, bounded copy of `text` (NATS headers cannot hold line breaks)."""
+    return " ".join(text.split())[:200]
+
+
+@dataclass(frozen=True, slots=True)
+class NatsCredentials:
+    """User and password for the NATS connection, from the environment or a file."""
+
+    user: str | None
+    password: str | None
+
+    @classmethod
+    def from_environment(cls) -> NatsCredentials:
+        """`REPO_READER_NATS_USER` with `REPO_READER_NATS_PASSWORD` or `..._PASSWORD_FILE`."""
+        password = os.environ.get("REPO_READER_NATS_PASSWORD")
+        password_file = os.environ.get("REPO_READER_NATS_PASSWORD_FILE")
+        if password is None and password_file:
+            password = Path(password_file).read_text().strip()
+        return cls(user=os.environ.get("REPO_READER_NATS_USER"), password=password)
+
+
+async def connect_service(nats_url: str, *, name: str, drain_timeout: int = 30) -> NATS:
+    """A long-lived connection for a service process, with the environment's credentials."""
+    credentials = NatsCredentials.from_environment()
+    return await nats.connect(
+        nats_url,
+        user=credentials.user,
+        password=credentials.password,
+        name=name,
+        max_reconnect_attempts=-1,
+        drain_timeout=drain_timeout,
+    )
+
+
+async def run_service(
+    service: WorkerService,
+    stop: asyncio.Event | None = None,
+    *,
+    beside: Callable[[asyncio.Event], Coroutine[Any, Any, None]] | None = None,
+) -> None:
+    """Start `service` and run `beside(stop)` next to it until `stop` is set (or SIGTERM/SIGINT
+    arrives); then cancel what runs beside it and drain."""
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    companion = asyncio.create_task(beside(stop)) if beside is not None else None
+    try:
+        await service.start()
+        await stop.wait()
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        if companion is not None:
+            companion.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await companion
+        await service.drain()
