@@ -28,9 +28,13 @@ class ErrorCode(enum.StrEnum):
 
 
 class RepoReaderError(msgspec.Struct, frozen=True, kw_only=True):
-    """A structured failure: `message` is for a person, `details` for a program."""
+    """A structured failure: `message` is for a person, `details` for a program.
 
-    code: ErrorCode
+    `code` is one of `ErrorCode` when a server sends it; a client reads it as text, so that an
+    answer from a newer server with a code this client does not know still decodes.
+    """
+
+    code: str
     message: str
     details: dict[str, Any] = {}
 

@@ -16,7 +16,8 @@
     │   ├── NoAnswer                  TIMEOUT (client side: no complete answer in time)
     │   └── NoResponders              TIMEOUT (client side: no worker serves the subject)
     ├── CapabilityDisabled            CAPABILITY_DISABLED
-    └── InternalError                 INTERNAL
+    ├── InternalError                 INTERNAL
+    └── UnknownFailure                a code this client does not know (a newer server's)
 
     ConfigError                       start-up only: a bad repo-reader.toml or NATS config
 
@@ -163,11 +164,25 @@ _BY_CODE: dict[ErrorCode, type[RepoReaderFailure]] = {
 }
 
 
-def failure_from_error(code: ErrorCode, message: str, details: dict[str, Any]) -> RepoReaderFailure:
-    """The exception a client raises for an error it received."""
+class UnknownFailure(RepoReaderFailure):
+    """A failure whose code this client does not know: a newer server's; `wire_code` holds it.
+
+    Kept apart from InternalError, so that a caller never retries or reports it as a fault
+    of the server it does not know to be one.
+    """
+
+    def __init__(self, wire_code: str, message: str, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.wire_code = wire_code
+
+
+def failure_from_error(code: str, message: str, details: dict[str, Any]) -> RepoReaderFailure:
+    """The exception a client raises for an error it received (any code, known or not)."""
+    if code not in ErrorCode.__members__:
+        return UnknownFailure(code, message, **details)
     if code == ErrorCode.RATE_LIMITED:
         rest = {k: v for k, v in details.items() if k != "retry_after_seconds"}
         return RateLimited(
             message, retry_after_seconds=float(details.get("retry_after_seconds", 1.0)), **rest
         )
-    return _BY_CODE.get(code, InternalError)(message, **details)
+    return _BY_CODE.get(ErrorCode(code), InternalError)(message, **details)

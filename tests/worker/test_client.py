@@ -5,15 +5,28 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import subprocess
+import sys
 import time
 
+import msgspec
+import nats
 import pytest
+from nats.aio.msg import Msg
 
 from contracts import RepoReaderRequest
+from contracts.subjects import Subject
 from tests.support.cache import MirroredCache, SourceFactory
 from tests.support.workers import WorkerProcess
 from worker.client import RepoReaderClient
-from worker.errors import AccessDenied, NoAnswer, NoResponders, RequestTooBroad, Timeout
+from worker.errors import (
+    AccessDenied,
+    NoAnswer,
+    NoResponders,
+    RequestTooBroad,
+    Timeout,
+    UnknownFailure,
+)
 from worker.service.embedded_nats import EmbeddedNats
 
 
@@ -145,3 +158,58 @@ def test_a_timeout_answer_is_not_retried(nats_server: EmbeddedNats, sample: Mirr
     refused = [line for line in worker.logs().splitlines() if '"request.refused"' in line]
     assert len(refused) == 1
     assert '"code": "TIMEOUT"' in refused[0]
+
+
+def test_an_error_code_this_client_does_not_know_still_decodes(nats_server: EmbeddedNats) -> None:
+    """A newer server's error code and fields raise UnknownFailure carrying that code."""
+
+    async def scenario() -> None:
+        server = await nats.connect(nats_server.url)
+
+        async def answer(message: Msg) -> None:
+            reply = {
+                "request_id": message.headers["Repo-Reader-Request-Id"],
+                "errors": [
+                    {
+                        "code": "QUOTA_EXHAUSTED",
+                        "message": "the day's quota is spent",
+                        "details": {"quota": 5},
+                        "hint": "a field from a newer server",
+                    }
+                ],
+                "served_by": "a field from a newer server",
+            }
+            await message.respond(msgspec.msgpack.encode(reply))
+
+        await server.subscribe(Subject.RESEARCH.value, cb=answer)
+        try:
+            async with await RepoReaderClient.connect(nats_server.url, timeout=20) as client:
+                with pytest.raises(UnknownFailure) as info:
+                    await client.research(RepoReaderRequest(query="router"))
+        finally:
+            await server.close()
+        assert info.value.wire_code == "QUOTA_EXHAUSTED"
+        assert info.value.message == "the day's quota is spent"
+        assert info.value.details == {"quota": 5}
+
+    asyncio.run(scenario())
+
+
+def test_the_exceptions_import_without_the_workers_dependencies() -> None:
+    """An orchestrator can catch the service's exceptions with only msgspec installed."""
+    program = (
+        "import sys\n"
+        "class Refuse:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in BLOCKED:\n"
+        "            raise ImportError(f'{name} is not installed here')\n"
+        "BLOCKED = {'numpy', 'pyarrow', 'pygit2', 'numba', 'tree_sitter', 'nats', 're2',\n"
+        "           'structlog', 'askalono', 'Stemmer', 'licensecheck'}\n"
+        "sys.meta_path.insert(0, Refuse())\n"
+        "import contracts, worker.errors\n"
+        "print(worker.errors.failure_from_error('NOT_FOUND', 'gone', {}).__class__.__name__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "NotFound"

@@ -91,7 +91,7 @@ ERROR_CODE_FOR_UNEXPECTED: Final = ErrorCode.INTERNAL
 def error_from_exception(exc: BaseException) -> RepoReaderError:
     """The wire error for any exception: failures keep their code, anything else is INTERNAL."""
     if isinstance(exc, RepoReaderFailure):
-        return RepoReaderError(code=exc.code, message=exc.message, details=exc.details)
+        return RepoReaderError(code=exc.code.value, message=exc.message, details=exc.details)
     return RepoReaderError(
         code=ERROR_CODE_FOR_UNEXPECTED,
         message="the worker failed to answer; the failure is logged",

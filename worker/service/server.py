@@ -222,9 +222,9 @@ class WorkerService:
         started: float,
     ) -> None:
         error = error_from_exception(exc)
-        self._errors[subject.capability.replace(".", "_")][error.code.value] += 1
+        self._errors[subject.capability.replace(".", "_")][error.code] += 1
         fields = {
-            "code": error.code.value,
+            "code": error.code,
             "latency_ms": round(1000 * (time.monotonic() - started), 2),
         }
         if error.code == "INTERNAL":
@@ -233,7 +233,7 @@ class WorkerService:
             log.info("request.refused", message=error.message, **fields)
         headers = {
             **headers,
-            HEADER_SERVICE_ERROR_CODE: error.code.value,
+            HEADER_SERVICE_ERROR_CODE: error.code,
             HEADER_SERVICE_ERROR: _header_value(error.message),
         }
         await request.respond(

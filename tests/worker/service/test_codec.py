@@ -6,7 +6,13 @@ import msgspec
 import pytest
 
 from contracts import CONTENT_TYPE_JSON, CONTENT_TYPE_MSGPACK, ErrorCode, RepoReaderRequest, Subject
-from worker.errors import InvalidRequest, RateLimited, RepoNotFound, failure_from_error
+from worker.errors import (
+    InvalidRequest,
+    RateLimited,
+    RepoNotFound,
+    UnknownFailure,
+    failure_from_error,
+)
 from worker.service.codec import Codecs, error_from_exception
 
 CODECS = Codecs({Subject.RESEARCH: RepoReaderRequest})
@@ -76,3 +82,10 @@ def test_errors_map_to_the_wire_and_back() -> None:
     limited = failure_from_error(ErrorCode.RATE_LIMITED, "slow down", {"retry_after_seconds": 2.5})
     assert isinstance(limited, RateLimited)
     assert limited.retry_after_seconds == 2.5
+    newer = failure_from_error("QUOTA_EXHAUSTED", "spent", {"quota": 5})
+    assert isinstance(newer, UnknownFailure)
+    assert (newer.wire_code, newer.message, newer.details) == (
+        "QUOTA_EXHAUSTED",
+        "spent",
+        {"quota": 5},
+    )
