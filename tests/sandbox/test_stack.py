@@ -215,7 +215,7 @@ def instance_id(worker: Any) -> str:
 def restore(worker: Any) -> None:
     """Start a stopped worker again and wait until its health check passes."""
     worker.reload()
-    if worker.capabilities.status != "running":
+    if worker.status != "running":
         worker.start()
 
     def healthy() -> bool:
