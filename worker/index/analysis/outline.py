@@ -14,6 +14,9 @@ The parser still finds every definition and its span; the outline only decides w
 need not read. A file the scan cannot follow (unbalanced braces or brackets, tabs in Python
 indentation) gets no outline and is parsed whole. Files are outlined in batches: one numpy
 pass over many files costs what a pass over one costs in call overhead.
+
+Hand-written (with `lexers`) beside tree-sitter parsing whole files, and kept because whole
+builds are 1.7x (Django) and 2.2x (Linux) faster with it: `python -m bench.hand_written`.
 """
 
 from __future__ import annotations

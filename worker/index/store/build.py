@@ -38,16 +38,15 @@ from worker.index.store.commit_view import (
     read_manifest,
     write_commit,
 )
-from worker.index.store.packs import OID_BYTES, PackedObjects, read_packed
 from worker.index.store.segment import Segment, UnknownFormat, segment_id, write_segment
 
 log = structlog.get_logger(__name__)
+_OID_BYTES: Final = 20
 MAX_SEGMENTS: Final = 8
 MIN_BLOBS_PER_WORKER: Final = 2000
 STEAL_BYTES: Final = 4 << 20
 """Bytes of blobs a build worker takes from the shared list at a time, at most."""
 MIN_STEAL_BYTES: Final = 256 << 10
-PACK_READ_MIN_BLOBS: Final = 256
 """Fewer blobs are read through libgit2: opening the pack indexes would cost more."""
 _REPO_ID = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _FILE_MODES: Final = (pygit2.enums.FileMode.BLOB, pygit2.enums.FileMode.BLOB_EXECUTABLE)
@@ -129,28 +128,11 @@ def missing_blobs(
 
 
 def blob_sources(
-    repo: pygit2.Repository,
-    items: Sequence[tuple[str, bytes]],
-    max_blob_bytes: int,
-    packs: PackedObjects | None = None,
+    repo: pygit2.Repository, items: Sequence[tuple[str, bytes]], max_blob_bytes: int
 ) -> Iterator[BlobSource]:
-    """The blobs' bytes straight from the object database; an oversized blob's size only.
-
-    Many blobs (or any, given the `packs` open) are read from the pack files directly (see
-    `worker.index.store.packs`).
-    """
+    """The blobs' bytes from libgit2's object database; an oversized blob's size only."""
     odb = repo.odb
-    packed: Iterator[tuple[bytes | None, int]] = iter(())
-    oids = [oid for _, oid in items]
-    if packs is not None:
-        packed = packs.read(oids, max_blob_bytes)
-    elif len(items) >= PACK_READ_MIN_BLOBS:
-        packed = read_packed(Path(repo.path) / "objects", oids, max_blob_bytes)
     for path, oid in items:
-        data, size = next(packed, (None, -1))
-        if data is not None:
-            yield BlobSource(oid, path, data, size)
-            continue
         key = pygit2.Oid(raw=oid)
         _, size = odb.read_header(key)
         if size > max_blob_bytes:
@@ -220,7 +202,7 @@ class _BlobList:
         return list(
             zip(
                 self.paths.split("\0"),
-                (oids[i : i + OID_BYTES] for i in range(0, len(oids), OID_BYTES)),
+                (oids[i : i + _OID_BYTES] for i in range(0, len(oids), _OID_BYTES)),
                 strict=True,
             )
         )
@@ -244,15 +226,14 @@ def _analyse_shared(
     repo = pygit2.Repository(repo_path)
     taken: list[tuple[str, bytes]] = []
     builder = SegmentBuilder(max_blob_bytes)
-    with PackedObjects(Path(repo.path) / "objects") as packs:
-        # Each run is analysed before the next is taken: gathered into the builder's batches,
-        # runs taken near the end would wait behind others while the other worker idles.
-        while True:
-            start, stop = _take(ends, take_bytes, n_workers)
-            if start >= stop:
-                break
-            taken.extend(items[start:stop])
-            builder.add(blob_sources(repo, items[start:stop], max_blob_bytes, packs))
+    # Each run is analysed before the next is taken: gathered into the builder's batches,
+    # runs taken near the end would wait behind others while the other worker idles.
+    while True:
+        start, stop = _take(ends, take_bytes, n_workers)
+        if start >= stop:
+            break
+        taken.extend(items[start:stop])
+        builder.add(blob_sources(repo, items[start:stop], max_blob_bytes))
     if not taken:
         return None
     seg_id = segment_id([oid for _, oid in taken])
@@ -394,19 +375,9 @@ def _analyse_missing(
 
 
 def _work_weights(repo: pygit2.Repository, oids: list[bytes], max_blob_bytes: int) -> list[int]:
-    """How much analysing each blob costs, about: its size; 0 for one too large to analyse.
-
-    Sizes of whole packed blobs come from their pack headers; deltas (a tenth of Linux's
-    blobs, and a fifth of its bytes: near-copies under tools/ and arch/) and the rest from
-    libgit2. A delta's packed size says nothing of its blob's: weighed by it, the last runs
-    of a build were far heavier than they seemed.
-    """
-    with PackedObjects(Path(repo.path) / "objects") as packs:
-        weights = packs.blob_sizes(oids).tolist()
+    """How much analysing each blob costs, about: its size; 0 for one too large to analyse."""
     odb = repo.odb
-    for i, weight in enumerate(weights):
-        if weight < 0:
-            weights[i] = odb.read_header(pygit2.Oid(raw=oids[i]))[1]
+    weights = [odb.read_header(pygit2.Oid(raw=oid))[1] for oid in oids]
     return [w if w <= max_blob_bytes else 0 for w in weights]
 
 
