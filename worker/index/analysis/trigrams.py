@@ -17,11 +17,10 @@ than the rest of the analysis.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
-import numba
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
@@ -52,9 +51,9 @@ DEFINITION_LINE: Final = re.compile(
 )
 """Whether a line (matched from its start, up to its end) defines something, in any language.
 
-A segment keeps the trigrams of the lines it accepts apart (`_pairs` finds them the same
-way), so a search knows, before reading a file, whether one of its definition lines can
-match."""
+A segment keeps the trigrams of the lines it accepts apart (`trigram_kernels.pairs` finds
+them the same way), so a search knows, before reading a file, whether one of its definition
+lines can match."""
 _KELVIN: Final = "\u212a".encode()
 _LONG_S: Final = "\u017f".encode()
 
@@ -72,22 +71,6 @@ def _word_table(words: Sequence[bytes]) -> tuple[npt.NDArray[np.uint8], I64]:
 _MODIFIER_TABLE, _MODIFIER_LENGTHS = _word_table(_MODIFIERS)
 _LOWER: Final = np.frombuffer(bytes(range(256)).lower(), dtype=np.uint8).astype(np.int64)
 _KEYWORD_TABLE, _KEYWORD_LENGTHS = _word_table(_KEYWORDS)
-
-
-def _compiled(**options: Any) -> Callable[[Callable[..., Any]], Any]:
-    """numba.njit, with compiled code cached on disk where numba finds a writable place.
-
-    Compiling these kernels takes a process about two seconds; loading them from the cache,
-    milliseconds. A read-only installation without NUMBA_CACHE_DIR compiles once per process.
-    """
-
-    def compile_(function: Callable[..., Any]) -> Any:
-        try:
-            return numba.njit(cache=True, **options)(function)
-        except RuntimeError:  # numba: "no locator available", nowhere writable to cache
-            return numba.njit(**options)(function)
-
-    return compile_
 
 
 def fold(data: bytes) -> bytes:
@@ -127,170 +110,6 @@ def trigram_text(code: int) -> str:
     return bytes([(code >> 16) & 0xFF, (code >> 8) & 0xFF, code & 0xFF]).decode("latin-1")
 
 
-@_compiled(inline="always")
-def _is_blank(byte: int) -> bool:
-    return byte in (0x20, 0x09, 0x0D, 0x0C, 0x0B)
-
-
-@_compiled(inline="always")
-def _is_word(byte: int) -> bool:
-    return (
-        (0x30 <= byte <= 0x39) or (0x41 <= byte <= 0x5A) or (0x61 <= byte <= 0x7A) or byte == 0x5F
-    )
-
-
-@_compiled(inline="always")
-def _word_at(text: Any, at: int, end: int, table: Any, lengths: Any) -> int:
-    # The length of the first word of `table` that `text` holds at `at` (before `end`), or 0.
-    for k in range(len(lengths)):
-        size = lengths[k]
-        if at + size > end:
-            continue
-        same = True
-        for i in range(size):
-            if text[at + i] != table[k, i]:
-                same = False
-                break
-        if same:
-            return int(size)
-    return 0
-
-
-@_compiled()
-def _defines(  # noqa: PLR0917 (numba compiles positional parameters only)
-    text: Any, at: int, end: int, modifiers: Any, n_mod: Any, keywords: Any, n_kw: Any
-) -> bool:
-    # DEFINITION_LINE.match on the line starting at `at` (it ends at a line break or `end`),
-    # by hand: blanks, modifiers each followed by blanks, then a keyword or `#define` ending
-    # on a word boundary. No keyword starts a modifier nor the reverse, so taking modifiers
-    # greedily never misses a match. A line break is neither blank nor a word character.
-    while at < end and _is_blank(text[at]):
-        at += 1
-    while True:
-        for k in range(len(n_kw)):
-            size = n_kw[k]
-            if at + size <= end:
-                same = True
-                for i in range(size):
-                    if text[at + i] != keywords[k, i]:
-                        same = False
-                        break
-                if same and (at + size == end or not _is_word(text[at + size])):
-                    return True
-        if at < end and text[at] == 0x23:  # '#'
-            q = at + 1
-            while q < end and _is_blank(text[q]):
-                q += 1
-            if (
-                q + 6 <= end
-                and text[q] == 0x64 and text[q + 1] == 0x65 and text[q + 2] == 0x66
-                and text[q + 3] == 0x69 and text[q + 4] == 0x6E and text[q + 5] == 0x65
-                and (q + 6 == end or not _is_word(text[q + 6]))
-            ):  # fmt: skip
-                return True
-        size = _word_at(text, at, end, modifiers, n_mod)
-        if size == 0 or at + size >= end or not _is_blank(text[at + size]):
-            return False
-        at += size
-        while at < end and _is_blank(text[at]):
-            at += 1
-
-
-@_compiled(nogil=True)
-def _pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
-    text: Any,
-    starts: Any,
-    ends: Any,
-    blobs: Any,
-    folded: bool,
-    stamps: Any,
-    codes: Any,
-    owners: Any,
-    definition_codes: Any,
-    definition_owners: Any,
-    lower: Any,
-    modifiers: Any,
-    n_mod: Any,
-    keywords: Any,
-    n_kw: Any,
-) -> Any:
-    # Each blob's distinct trigrams of its lowercased text, and of its definition lines, in
-    # one pass. stamps[code] holds 1 + the last blob that emitted the trigram, with the top
-    # bit set once that blob emitted it for a definition line too: blobs are distinct and
-    # each emitted once, so a blob's repeats are skipped without clearing anything. Text the
-    # caller `folded` gets no definition lines here (its case is gone).
-    n = 0
-    n_def = 0
-    for i in range(len(starts)):
-        start, end = starts[i], ends[i]
-        blob = blobs[i]
-        mark = np.uint32(blob + 1)
-        both = mark | np.uint32(0x80000000)
-        line = start
-        defining = not folded and _defines(text, start, end, modifiers, n_mod, keywords, n_kw)
-        code = 0
-        for at in range(start, end):
-            byte = text[at]
-            code = ((code << 8) | lower[byte]) & 0xFFFFFF
-            if at - start < 2:
-                if byte == 0x0A:
-                    line = at + 1
-                    defining = not folded and _defines(
-                        text, line, end, modifiers, n_mod, keywords, n_kw
-                    )
-                continue
-            stamp = stamps[code]
-            if stamp & np.uint32(0x7FFFFFFF) != mark:
-                stamp = mark
-                codes[n] = code
-                owners[n] = blob
-                n += 1
-            if byte == 0x0A:
-                line = at + 1
-                defining = not folded and _defines(
-                    text, line, end, modifiers, n_mod, keywords, n_kw
-                )
-            elif defining and at - line >= 2 and stamp != both:
-                stamp = both
-                definition_codes[n_def] = code
-                definition_owners[n_def] = blob
-                n_def += 1
-            stamps[code] = stamp
-    return n, n_def
-
-
-@_compiled(nogil=True)
-def _by_trigram(codes: Any, owners: Any, work: Any) -> Any:
-    # A stable counting sort: each trigram's blobs stay in the order the pairs came in.
-    # `work` (one zeroed int32 per trigram) holds counts, then where each list is filled.
-    for i in range(len(codes)):
-        work[codes[i]] += 1
-    distinct = 0
-    for c in range(len(work)):
-        if work[c]:
-            distinct += 1
-    trigrams = np.empty(distinct, np.uint32)
-    start = np.empty(distinct, np.int64)
-    count = np.empty(distinct, np.int32)
-    row = 0
-    at = 0
-    for c in range(len(work)):
-        n = work[c]
-        if n:
-            trigrams[row] = c
-            start[row] = at
-            count[row] = n
-            work[c] = at
-            at += n
-            row += 1
-    postings = np.empty(len(codes), np.uint32)
-    for i in range(len(codes)):
-        c = codes[i]
-        postings[work[c]] = owners[i]
-        work[c] += 1
-    return trigrams, start, count, postings
-
-
 def _tables(parts: list[tuple[U32, U32]], work: npt.NDArray[np.int32] | None) -> TrigramTables:
     """The dictionary and postings of the pairs; `work` is scratch of TRIGRAM_SPACE int32,
     or None when there are too few pairs to count them into every trigram."""
@@ -298,7 +117,9 @@ def _tables(parts: list[tuple[U32, U32]], work: npt.NDArray[np.int32] | None) ->
     owners = np.concatenate([np.empty(0, np.uint32), *(o for _, o in parts)])
     if work is not None:
         work.fill(0)
-        trigrams, start, count, postings = _by_trigram(codes, owners, work)
+        from worker.index.analysis.trigram_kernels import by_trigram
+
+        trigrams, start, count, postings = by_trigram(codes, owners, work)
     else:
         order = np.argsort(codes, kind="stable")
         postings = owners[order]
@@ -364,7 +185,9 @@ class TrigramCollector:
             # Kept from batch to batch: fresh pages for every batch cost more than the pass.
             self._scratch = np.empty((4, len(text)), dtype=np.uint32)
         codes, owners, definition_codes, definition_owners = self._scratch
-        n, n_def = _pairs(
+        from worker.index.analysis.trigram_kernels import pairs
+
+        n, n_def = pairs(
             text,
             ends - sizes,
             ends,

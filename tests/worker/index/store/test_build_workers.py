@@ -131,9 +131,9 @@ def test_waiting_for_workers_returns_once_every_one_is_up_and_warm() -> None:
 
 
 def _warm_state() -> tuple[list[str], bool]:
-    from worker.index.analysis import grammars, trigrams
+    from worker.index.analysis import grammars, trigram_kernels
 
-    return sorted(grammars._grammars), bool(trigrams._pairs.signatures)
+    return sorted(grammars._grammars), bool(trigram_kernels.pairs.signatures)
 
 
 _START_AND_EXIT = """
