@@ -10,7 +10,6 @@ table, in path order.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Final
 
@@ -39,6 +38,8 @@ class TrigramView:
         self.source = index.source
         self.paths: tuple[str, ...] = tuple(index.path_column.to_pylist())
         self._oids = index.path_oids
+        self._path_priors: dict[int, tuple[float, str]] = {}
+        """Each row's path prior and lowercased file name, as queries first need them."""
         self._segments = index.segments
         segment_of_row = index.path_segment
         blob_of_row = index.path_blob
@@ -54,23 +55,22 @@ class TrigramView:
     def __len__(self) -> int:
         return len(self.paths)
 
-    @functools.cached_property
-    def _path_priors(self) -> list[float]:
-        return [path_prior(p) for p in self.paths]
-
-    @functools.cached_property
-    def _names(self) -> list[str]:
-        return [p.lower().rsplit("/", 1)[-1] for p in self.paths]
-
     def priors(self, rows: RowIndex, needle: str | None) -> list[float]:
-        """`worker.index.views.priors.file_prior` of each row's path, for the query's needle."""
-        base, names = self._path_priors, self._names
-        if needle is None or len(needle) < 3:
-            return [round(max(0.0, min(1.0, base[r])), 4) for r in rows.tolist()]
-        return [
-            round(max(0.0, min(1.0, base[r] + (NAME_PRIOR if needle in names[r] else 0.0))), 4)
-            for r in rows.tolist()
-        ]
+        """`worker.index.views.priors.file_prior` of each row's path, for the query's needle.
+
+        Each path's own part is worked out the first time a query has it as a candidate and
+        kept: a commit's first query pays for its candidates, not for every path.
+        """
+        known, paths = self._path_priors, self.paths
+        needle = needle if needle is not None and len(needle) >= 3 else None
+        out = []
+        for r in rows.tolist():
+            found = known.get(r)
+            if found is None:
+                found = known[r] = (path_prior(paths[r]), paths[r].lower().rsplit("/", 1)[-1])
+            bonus = NAME_PRIOR if needle is not None and needle in found[1] else 0.0
+            out.append(round(max(0.0, min(1.0, found[0] + bonus)), 4))
+        return out
 
     def oid(self, row: int) -> bytes:
         """The raw blob id of a row."""

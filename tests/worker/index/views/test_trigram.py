@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
 import pygit2
 import pytest
 import re2
@@ -13,6 +14,7 @@ from tests.support.gitrepos import Content, Symlink, commit, make_repo
 from worker.capabilities.code_search.matcher import compile_query
 from worker.errors import Timeout
 from worker.index import IndexStore, build_commit_index
+from worker.index.views.priors import file_prior
 from worker.index.views.trigram import TrigramView
 
 FILES: dict[str, Content] = {
@@ -113,3 +115,15 @@ def test_a_build_past_its_deadline_times_out(
     git, head = repo
     with pytest.raises(Timeout):
         store.open(NAME, git, head, deadline=time.monotonic() - 1)
+
+
+def test_a_views_priors_are_each_paths_file_prior(
+    store: IndexStore, repo: tuple[pygit2.Repository, str]
+) -> None:
+    """The view's priors, worked out as rows first become candidates, equal file_prior's."""
+    index = view(store, *repo)
+    rows = np.arange(len(index), dtype=np.int64)
+    for needle in (None, "app", "ro", "guide"):
+        for picked in (rows[::2], rows):
+            expected = [file_prior(index.paths[int(r)], needle) for r in picked]
+            assert index.priors(picked, needle) == expected
