@@ -259,7 +259,7 @@ def run(corpus: PreparedCorpus, work: Path, runs: int, *, reuse_cache: bool = Fa
     index_file = work / "code_search" / corpus.name / "csearchindex"
     print(f"[{corpus.name}] cindex", flush=True)
     cindex_seconds = build_cindex(tree, index_file, cindex)
-    queries = QUERIES[corpus.name] if corpus.name in QUERIES else QUERIES["django"]
+    queries = QUERIES.get(corpus.name, QUERIES["django"])
     results = [Measured(q) for q in queries]
     with EmbeddedNats() as server, WorkerProcess(cache, server.url, concurrency=2):
         for measured in results:

@@ -92,8 +92,6 @@ _BY_EXTENSION: Final[dict[str, str]] = {
 _BY_NAME: Final[dict[str, str]] = {
     name: language for language, names in FILE_NAMES.items() for name in names
 }
-if len(_BY_EXTENSION) != sum(map(len, EXTENSIONS.values())):
-    raise AssertionError("an extension is listed under two languages")
 
 
 def extension_of(path: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pygit2
@@ -28,7 +28,7 @@ from worker.errors import (
     RequestTooBroad,
     Timeout,
 )
-from worker.index import IndexStore, SearchHit, informative_terms, text_terms
+from worker.index import IndexStore, SearchHit, text_terms
 from worker.index.views.text import query_weights
 from worker.licenses import LicenseCache, LicenseInfo, LicensePolicy, LicenseResolver
 from worker.repos.catalog import RepoCatalog
@@ -104,7 +104,8 @@ class _Plan:
     limits: ResearchLimits
     policy: LicensePolicy
     require_license: bool
-    terms: Sequence[str]
+    weights: dict[str, float]
+    """The query's informative terms (in order of first appearance) with their weights."""
     deadline: float
     refused_licenses: set[str]
 
@@ -135,12 +136,11 @@ class ResearchService:
 
         extensions = request.file_constraints.allowed_extensions
         wanted = frozenset(e.lower() for e in extensions) if extensions is not None else None
-        weights = query_weights(request.query)
         candidates: list[_Candidate] = []
         for repo in repos:
             index = self.indexes.open(repo.name, repo.repo, repo.commit, deadline=deadline)
             candidates += self._candidates(
-                reads[repo.name], index.ranked(weights, extensions=wanted), plan
+                reads[repo.name], index.ranked(plan.weights, extensions=wanted), plan
             )
         chosen = sorted(
             candidates, key=lambda c: (-c.hit.score, c.repo.name, c.hit.path, c.hit.start_line)
@@ -167,8 +167,8 @@ class ResearchService:
             request.license_constraints.allowed_licenses,
             request.license_constraints.compatible_with,
         )
-        terms = informative_terms(request.query)
-        if not terms:
+        weights = query_weights(request.query)
+        if not weights:
             raise RequestTooBroad(
                 "the query has no informative term (only stop words, single characters or symbols)",
                 field="query",
@@ -177,7 +177,7 @@ class ResearchService:
             limits=limits,
             policy=policy,
             require_license=request.license_constraints.require_license,
-            terms=terms,
+            weights=weights,
             deadline=deadline,
             refused_licenses=set(),
         )
@@ -307,7 +307,7 @@ class ResearchService:
         by_file: dict[tuple[str, str], list[_Candidate]] = defaultdict(list)
         for candidate in chosen:
             by_file[(candidate.repo.name, candidate.hit.path)].append(candidate)
-        weight = _line_weight(plan.terms)
+        weight = _line_weight(plan.weights)
         scored: list[tuple[float, ResearchArtifact]] = []
         for candidates in by_file.values():
             plan.check_deadline()
@@ -365,7 +365,7 @@ def _tree(repo: pygit2.Repository, commit: str) -> pygit2.Tree:
     return repo[commit].peel(pygit2.Commit).tree
 
 
-def _line_weight(terms: Sequence[str]) -> Callable[[str], float]:
+def _line_weight(terms: Iterable[str]) -> Callable[[str], float]:
     wanted = frozenset(terms)
 
     def weigh(line: str) -> float:

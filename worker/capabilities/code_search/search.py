@@ -184,7 +184,8 @@ class CodeSearch:
             deadline=deadline,
             source=source,
         )
-        scan.run(rows, definers=index.candidates(compiled.plan, definitions=True))
+        definers = index.candidates(compiled.plan, definitions=True) if len(rows) else rows
+        scan.run(rows, definers=definers)
         hits = self._hits(pinned, index, scan.top.best(), licensed, request.context_lines)
         return SearchAnswer(
             repo=pinned,

@@ -12,6 +12,9 @@ from typing import Any
 import numba
 import numpy as np
 
+_DEFINE = np.frombuffer(b"define", dtype=np.uint8).reshape(1, 6)
+_DEFINE_LENGTH = np.array([6], dtype=np.int64)
+
 
 def _compiled(**options: Any) -> Callable[[Callable[..., Any]], Any]:
     """numba.njit, with compiled code cached on disk where numba finds a writable place.
@@ -43,10 +46,11 @@ def _is_word(byte: int) -> bool:
 
 @_compiled(inline="always")
 def _word_at(text: Any, at: int, end: int, table: Any, lengths: Any) -> int:
-    # The length of the first word of `table` that `text` holds at `at` (before `end`), or 0.
+    # The length of a word of `table` that `text` holds at `at` and that ends on a word
+    # boundary (`end`, a line break or any other non-word byte follows), else 0.
     for k in range(len(lengths)):
         size = lengths[k]
-        if at + size > end:
+        if at + size > end or (at + size < end and _is_word(text[at + size])):
             continue
         same = True
         for i in range(size):
@@ -69,26 +73,13 @@ def _defines(  # noqa: PLR0917 (numba compiles positional parameters only)
     while at < end and _is_blank(text[at]):
         at += 1
     while True:
-        for k in range(len(n_kw)):
-            size = n_kw[k]
-            if at + size <= end:
-                same = True
-                for i in range(size):
-                    if text[at + i] != keywords[k, i]:
-                        same = False
-                        break
-                if same and (at + size == end or not _is_word(text[at + size])):
-                    return True
+        if _word_at(text, at, end, keywords, n_kw):
+            return True
         if at < end and text[at] == 0x23:  # '#'
             q = at + 1
             while q < end and _is_blank(text[q]):
                 q += 1
-            if (
-                q + 6 <= end
-                and text[q] == 0x64 and text[q + 1] == 0x65 and text[q + 2] == 0x66
-                and text[q + 3] == 0x69 and text[q + 4] == 0x6E and text[q + 5] == 0x65
-                and (q + 6 == end or not _is_word(text[q + 6]))
-            ):  # fmt: skip
+            if _word_at(text, q, end, _DEFINE, _DEFINE_LENGTH):
                 return True
         size = _word_at(text, at, end, modifiers, n_mod)
         if size == 0 or at + size >= end or not _is_blank(text[at + size]):

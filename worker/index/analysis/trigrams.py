@@ -105,11 +105,6 @@ def trigrams_of(text: bytes) -> U32:
     return np.unique((raw[:-2] << 16) | (raw[1:-1] << 8) | raw[2:])
 
 
-def trigram_text(code: int) -> str:
-    """A trigram as readable text (for logs and details)."""
-    return bytes([(code >> 16) & 0xFF, (code >> 8) & 0xFF, code & 0xFF]).decode("latin-1")
-
-
 def _tables(parts: list[tuple[U32, U32]], work: npt.NDArray[np.int32] | None) -> TrigramTables:
     """The dictionary and postings of the pairs; `work` is scratch of TRIGRAM_SPACE int32,
     or None when there are too few pairs to count them into every trigram."""
@@ -207,8 +202,9 @@ class TrigramCollector:
         self._text.append((codes[:n].copy(), owners[:n].copy()))
         self.pairs += n
         if not folded:
-            pairs = (definition_codes[:n_def].copy(), definition_owners[:n_def].copy())
-            self._definitions.append(pairs)
+            self._definitions.append(
+                (definition_codes[:n_def].copy(), definition_owners[:n_def].copy())
+            )
             return
         for data, blob in zip(raw, blobs, strict=True):
             lines = [trigrams_of(fold(line)) for line in definition_lines(data)]

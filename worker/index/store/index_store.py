@@ -100,10 +100,10 @@ class IndexStore:
         return (index_dir / "commits" / commit / "manifest.json").is_file()
 
     def _open_stored(self, repo_id: str, commit: str) -> CommitIndex | None:
+        if not self.stored(repo_id, commit):
+            return None
         index_dir = repo_index_dir(self.cache_dir, repo_id)
         commit_dir = index_dir / "commits" / commit
-        if not (commit_dir / "manifest.json").is_file():
-            return None
         try:
             manifest = read_manifest(commit_dir)
             segments = [Segment.open(index_dir / "segments" / s) for s in manifest["segments"]]

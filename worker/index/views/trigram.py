@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from worker.index.analysis.trigrams import trigrams_of
 from worker.index.store.segment import Segment, TrigramLists
-from worker.index.views.priors import NAME_PRIOR, path_prior
+from worker.index.views.priors import file_name, named_prior, path_prior
 from worker.index.views.queryplan import MATCH_ALL, AllOf, AnyOf, Literal, TrigramQuery
 from worker.index.views.text import CommitIndex
 
@@ -48,9 +48,10 @@ class TrigramView:
         self._blobs: list[npt.NDArray[np.int64]] = []
         for s in range(len(self._segments)):
             rows = np.flatnonzero(segment_of_row == s)
-            order = np.argsort(blob_of_row[rows], kind="stable")
+            blobs = blob_of_row[rows].astype(np.int64)
+            order = np.argsort(blobs, kind="stable")
             self._rows.append(rows[order])
-            self._blobs.append(blob_of_row[rows][order].astype(np.int64))
+            self._blobs.append(blobs[order])
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -62,14 +63,12 @@ class TrigramView:
         kept: a commit's first query pays for its candidates, not for every path.
         """
         known, paths = self._path_priors, self.paths
-        needle = needle if needle is not None and len(needle) >= 3 else None
         out = []
         for r in rows.tolist():
             found = known.get(r)
             if found is None:
-                found = known[r] = (path_prior(paths[r]), paths[r].lower().rsplit("/", 1)[-1])
-            bonus = NAME_PRIOR if needle is not None and needle in found[1] else 0.0
-            out.append(round(max(0.0, min(1.0, found[0] + bonus)), 4))
+                found = known[r] = (path_prior(paths[r]), file_name(paths[r]))
+            out.append(named_prior(*found, needle))
         return out
 
     def oid(self, row: int) -> bytes:

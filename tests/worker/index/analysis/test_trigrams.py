@@ -17,7 +17,6 @@ from worker.index.analysis.trigrams import (
     TrigramTables,
     definition_lines,
     fold,
-    trigram_text,
     trigrams_of,
 )
 from worker.index.store.segment import Segment, read_segment_tables, segment_id, write_segment
@@ -33,7 +32,6 @@ def test_trigrams_are_folded_and_distinct() -> None:
     assert list(codes) == sorted(set(codes.tolist()))
     assert fold("KELVIN \u212a LONG \u017f".encode()) == b"kelvin k long s"
     assert len(trigrams_of(b"ab")) == 0
-    assert trigram_text(code(b"abc")) == "abc"
 
 
 def lists_of(tables: TrigramTables) -> dict[int, list[int]]:
