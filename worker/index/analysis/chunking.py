@@ -22,7 +22,13 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from worker.index.analysis.definitions import Definition, Definitions, definitions, tree
+from worker.index.analysis.definitions import (
+    NO_DEFINITIONS,
+    Definition,
+    Definitions,
+    definitions,
+    tree,
+)
 from worker.index.analysis.grammars import PARSED_LANGUAGES, comment_prefixes
 from worker.index.analysis.outline import Outline, c_outlines, first_not_in, python_outlines
 
@@ -71,6 +77,10 @@ class ChunkBatch:
     offsets: I64
     """Where each chunk starts in `text`; its text runs to the next one's start (the lines
     between are blank)."""
+    grammars: list[str | None]
+    """The grammar each blob was parsed with; None if it was not (minified code is not)."""
+    definitions: list[Definitions]
+    """Each blob's definitions (none if it was not parsed)."""
 
 
 class _Collector:
@@ -478,16 +488,19 @@ def chunk_batch(datas: Sequence[bytes], languages: Sequence[str | None]) -> Chun
     ]
     outlines = _outlines(datas, languages)
     groups: dict[tuple[bytes, ...], _BatchDefinitions] = {}
+    found_all: list[Definitions] = []
     for i, (data, language) in enumerate(zip(datas, languages, strict=True)):
         n, row0 = n_lines[i], first_rows[i]
         if language not in PARSED_LANGUAGES:
             _text_windows(out, lines, row0, n)
+            found_all.append(NO_DEFINITIONS)
             continue
         assert language is not None
         if i in outlines:
             found = definitions(data, language, outlines[i])
         else:
             found = definitions(_as_utf8(data), language, None)
+        found_all.append(found)
         prefixes = comment_prefixes(language)
         if any(len(p) > 2 for p in prefixes):
             _Emitter(out, lines, row0, prefixes).region(0, n - 1, None, "module", tree(found))
@@ -510,6 +523,8 @@ def chunk_batch(datas: Sequence[bytes], languages: Sequence[str | None]) -> Chun
         n_lines=n_lines,
         text=lines.data,
         offsets=lines.start_array[start],
+        grammars=[g if g in PARSED_LANGUAGES else None for g in languages],
+        definitions=found_all,
     )
 
 

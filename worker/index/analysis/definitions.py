@@ -59,6 +59,10 @@ class Definitions:
     kind: list[str]
     parent: I64
     """The index of the definition each is nested in, -1 at top level."""
+    base_of: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
+    """For each base found, the index of the definition that extends it."""
+    base: list[str] = field(default_factory=list)
+    """What each extends, as written, without type arguments (`B` of `B<T>`)."""
 
     def rows(self) -> list[tuple[int, int, str, str]]:
         """(start row, end row, symbol, kind) of each, in order."""
@@ -67,7 +71,7 @@ class Definitions:
         )
 
 
-_NONE: Final = Definitions(
+NO_DEFINITIONS: Final = Definitions(
     np.zeros(0, np.int64), np.zeros(0, np.int64), [], [], np.zeros(0, np.int64)
 )
 
@@ -130,7 +134,15 @@ def definitions(data: bytes, language: str, outline: Outline | None) -> Definiti
     matches = tree_sitter.QueryCursor(grammar(language).query).matches(tree.root_node)
     # By (start, -end): sorted, an enclosing node comes before those it holds.
     found: dict[tuple[int, int], tuple[str, str, int, int]] = {}
+    bases: list[tuple[tuple[int, int], str]] = []
     for _, captures in matches:
+        extending = captures.get("inherits")
+        if extending:
+            node, base = extending[0], captures["base"][0]
+            written = _base_name(_decode(text[base.start_byte : base.end_byte]))
+            if written:
+                bases.append(((node.start_byte, -node.end_byte), written))
+            continue
         node = captures["def"][0]
         key = (node.start_byte, -node.end_byte)
         if key in found:
@@ -145,8 +157,17 @@ def definitions(data: bytes, language: str, outline: Outline | None) -> Definiti
         if column == 0 and last > first:
             last -= 1
         found[key] = (symbol, node.type, first, last)
+    return _nested(found, bases, outline)
+
+
+def _nested(
+    found: dict[tuple[int, int], tuple[str, str, int, int]],
+    bases: list[tuple[tuple[int, int], str]],
+    outline: Outline | None,
+) -> Definitions:
+    """The definitions found (by (start byte, -end byte)) nested in pre-order, with bases."""
     if not found:
-        return _NONE
+        return NO_DEFINITIONS
     firsts: list[int] = []
     lasts: list[int] = []
     symbols: list[str] = []
@@ -154,6 +175,7 @@ def definitions(data: bytes, language: str, outline: Outline | None) -> Definiti
     parents: list[int] = []
     # The open definitions: (end byte, index, depth, whether it is a container).
     stack: list[tuple[int, int, int, bool]] = []
+    index_of: dict[tuple[int, int], int] = {}
     for key in sorted(found):
         start_byte = key[0]
         symbol, kind, first, last = found[key]
@@ -166,6 +188,7 @@ def definitions(data: bytes, language: str, outline: Outline | None) -> Definiti
                 continue
             symbol = f"{symbols[parent]}.{symbol}"
             depth = outer_depth + 1
+        index_of[key] = len(symbols)
         stack.append((-key[1], len(symbols), depth, kind in CONTAINER_KINDS))
         firsts.append(first)
         lasts.append(last)
@@ -176,4 +199,21 @@ def definitions(data: bytes, language: str, outline: Outline | None) -> Definiti
     end_row = np.asarray(lasts, dtype=np.int64)
     if outline is not None:
         start_row, end_row = outline.rows[start_row], outline.rows[end_row]
-    return Definitions(start_row, end_row, symbols, kinds, np.asarray(parents, dtype=np.int64))
+    kept = [(index_of[key], written) for key, written in bases if key in index_of]
+    return Definitions(
+        start_row,
+        end_row,
+        symbols,
+        kinds,
+        np.asarray(parents, dtype=np.int64),
+        np.asarray([i for i, _ in kept], dtype=np.int64),
+        [written for _, written in kept],
+    )
+
+
+def _base_name(written: str) -> str:
+    """A base as written, without type arguments, pointers or blanks (`a::Tr<T>` -> `a::Tr`)."""
+    angle = written.find("<")
+    if angle >= 0:
+        written = written[:angle]
+    return "".join(written.split()).lstrip("*&")

@@ -3,7 +3,10 @@
 Each query captures `@def` (the node whose lines the definition spans) and `@name` (its name);
 Go methods add `@receiver`, Rust impls capture the implemented type as `@name`. Containers
 (classes, impls, namespaces) are captured like any definition: nesting is worked out from
-the spans, which gives qualified names such as `Flask.route`.
+the spans, which gives qualified names such as `Flask.route`. The same query finds what a
+definition extends: `@base` with the extending definition as `@inherits` (a Rust impl
+extends its trait; a Go struct its embedded types). Python's bases are read from the text
+(`references`): its outline drops the inside of parentheses.
 """
 
 from __future__ import annotations
@@ -108,6 +111,39 @@ _QUERIES: Final[dict[str, str]] = {
     """,
 }
 
+_BASE_QUERIES: Final[dict[str, str]] = {
+    "javascript": """
+        (class_declaration (class_heritage [(identifier) (member_expression)] @base)) @inherits
+    """,
+    "typescript": """
+        (class_declaration (class_heritage (extends_clause value: (_) @base))) @inherits
+        (class_declaration (class_heritage (implements_clause (_) @base))) @inherits
+        (abstract_class_declaration (class_heritage (extends_clause value: (_) @base))) @inherits
+        (abstract_class_declaration (class_heritage (implements_clause (_) @base))) @inherits
+        (interface_declaration (extends_type_clause type: (_) @base)) @inherits
+    """,
+    "go": """
+        (type_declaration (type_spec type: (struct_type (field_declaration_list
+            (field_declaration !name type: (_) @base))))) @inherits
+    """,
+    "java": """
+        (class_declaration superclass: (superclass (_) @base)) @inherits
+        (class_declaration interfaces: (super_interfaces (type_list (_) @base))) @inherits
+        (interface_declaration (extends_interfaces (type_list (_) @base))) @inherits
+        (enum_declaration interfaces: (super_interfaces (type_list (_) @base))) @inherits
+        (record_declaration interfaces: (super_interfaces (type_list (_) @base))) @inherits
+    """,
+    "rust": """
+        (impl_item trait: (_) @base) @inherits
+    """,
+    "cpp": """
+        (class_specifier (base_class_clause [
+            (type_identifier) (qualified_identifier) (template_type)] @base)) @inherits
+        (struct_specifier (base_class_clause [
+            (type_identifier) (qualified_identifier) (template_type)] @base)) @inherits
+    """,
+}
+
 _COMMENT_PREFIXES: Final[dict[str, tuple[bytes, ...]]] = {
     "python": (b"#", b"@"),
     "javascript": (b"//", b"/*", b"*", b"@"),
@@ -187,7 +223,8 @@ def grammar(name: str) -> Grammar:
         found = _grammars.get(name)
         if found is None:
             language = _load_language(name)
-            source = _QUERIES["typescript" if name == "tsx" else name]
+            key = "typescript" if name == "tsx" else name
+            source = _QUERIES[key] + _BASE_QUERIES.get(key, "")
             found = Grammar(language, tree_sitter.Query(language, source))
             _grammars[name] = found
         return found

@@ -19,6 +19,13 @@ import pyarrow as pa
 from worker.index.analysis.chunking import ChunkBatch, chunk_batch
 from worker.index.analysis.grammars import grammar_of
 from worker.index.analysis.postings import postings as term_postings
+from worker.index.analysis.references import (
+    RELATION_NAMES,
+    BatchEntities,
+    BatchReferences,
+    batch_entities,
+    batch_references,
+)
 from worker.index.analysis.trigrams import TrigramCollector
 from worker.index.analysis.vocabulary import TermRows
 from worker.languages import language_of
@@ -62,6 +69,8 @@ class SegmentTables:
     trigram_postings: pa.Table
     definition_trigrams: pa.Table
     definition_trigram_postings: pa.Table
+    entities: pa.Table
+    references: pa.Table
 
 
 class SegmentBuilder:
@@ -83,6 +92,9 @@ class SegmentBuilder:
         self._blob_size: list[int] = []
         self._blob_indexed: list[bool] = []
         self._chunk_parts: list[dict[str, Any]] = []
+        self._entity_parts: list[tuple[I32, BatchEntities]] = []
+        self._reference_parts: list[tuple[I32, BatchReferences, int]] = []
+        self.n_entities = 0
         self.n_chunks = 0
         self.bytes_analysed = 0
         self.analyse_seconds = 0.0
@@ -90,10 +102,12 @@ class SegmentBuilder:
             "chunk": 0.0,
             "tokens": 0.0,
             "trigrams": 0.0,
+            "references": 0.0,
             "postings": 0.0,
         }
         """Where the time went: chunking (parse included), counting raw tokens, each blob's
-        trigrams, analysing tokens into terms and postings (trigram postings included)."""
+        trigrams, its imports, calls and bases, analysing tokens into terms and postings
+        (trigram postings included)."""
 
     @property
     def n_blobs(self) -> int:
@@ -149,7 +163,10 @@ class SegmentBuilder:
             trigrams = time.perf_counter()
             self.phase_seconds["tokens"] += trigrams - tokenised
             self._trigrams.add(datas, blob_index)
-            self.phase_seconds["trigrams"] += time.perf_counter() - trigrams
+            referenced = time.perf_counter()
+            self.phase_seconds["trigrams"] += referenced - trigrams
+            self._add_references(chunks, datas, np.asarray(blob_index, dtype=np.int32))
+            self.phase_seconds["references"] += time.perf_counter() - referenced
         self.analyse_seconds += time.perf_counter() - started
 
     def _add_chunks(self, chunks: ChunkBatch, blob_index: I32) -> None:
@@ -170,6 +187,77 @@ class SegmentBuilder:
             }
         )
         self.n_chunks += n
+
+    def _add_references(self, chunks: ChunkBatch, datas: list[bytes], blob_index: I32) -> None:
+        entities = batch_entities(chunks.definitions)
+        references = batch_references(
+            chunks.text, datas, chunks.grammars, chunks.definitions, entities
+        )
+        self._entity_parts.append((blob_index, entities))
+        self._reference_parts.append((blob_index, references, self.n_entities))
+        self.n_entities += len(entities.blob)
+
+    def _graph_tables(self) -> tuple[pa.Table, pa.Table]:
+        """The entities and references tables, each by blob."""
+        empty32 = np.zeros(0, np.int32)
+        entity_blob = np.concatenate(
+            [empty32] + [index[e.blob] for index, e in self._entity_parts]
+        ).astype(np.int32)
+        firsts = np.cumsum([0] + [len(e.blob) for _, e in self._entity_parts])
+        parent = np.concatenate(
+            [np.zeros(0, np.int64)]
+            + [
+                np.where(e.parent >= 0, e.parent + first, -1)
+                for (_, e), first in zip(self._entity_parts, firsts.tolist(), strict=False)
+            ]
+        ).astype(np.int32)
+
+        def entity_column(name: str) -> npt.NDArray[np.int32]:
+            return np.concatenate(
+                [empty32] + [getattr(e, name) for _, e in self._entity_parts]
+            ).astype(np.int32)
+
+        entities = pa.table(
+            {
+                "blob": entity_blob,
+                "parent": parent,
+                "start_line": entity_column("start_row") + 1,
+                "end_line": entity_column("end_row") + 1,
+                "name": pa.array([n for _, e in self._entity_parts for n in e.name], pa.string()),
+                "kind": pa.array(
+                    [k for _, e in self._entity_parts for k in e.kind], pa.string()
+                ).dictionary_encode(),
+            }
+        )
+        parts = self._reference_parts
+        reference_blob = np.concatenate(
+            [empty32] + [index[r.blob] for index, r, _ in parts]
+        ).astype(np.int32)
+        entity = np.concatenate(
+            [empty32] + [np.where(r.entity >= 0, r.entity + first, -1) for _, r, first in parts]
+        ).astype(np.int32)
+        relation = np.concatenate([np.zeros(0, np.uint8)] + [r.relation for _, r, _ in parts])
+
+        def strings(name: str) -> pa.Array:
+            return pa.concat_arrays(
+                [pa.array([], pa.string())] + [getattr(r, name) for _, r, _ in parts]
+            )
+
+        references = pa.table(
+            {
+                "blob": reference_blob,
+                "entity": entity,
+                "relation": pa.DictionaryArray.from_arrays(
+                    pa.array(relation.astype(np.int8)), pa.array(RELATION_NAMES, pa.string())
+                ),
+                "target": strings("target"),
+                "name": strings("name"),
+                "alias": strings("alias"),
+                "line": np.concatenate([empty32] + [r.row for _, r, _ in parts]).astype(np.int32)
+                + 1,
+            }
+        )
+        return entities, references
 
     def tables(self) -> SegmentTables:
         """The segment's tables: terms sorted by their UTF-8 bytes, postings by (term, chunk).
@@ -196,6 +284,14 @@ class SegmentBuilder:
             chunk_blob = np.concatenate([p["blob"] for p in parts])[keep]
         chunk_count = np.bincount(chunk_blob, minlength=n_blobs).astype(np.int32)
         chunk_start = np.searchsorted(chunk_blob, np.arange(n_blobs)).astype(np.int32)
+        entities, references = self._graph_tables()
+        graph_starts = {}
+        for name, table in (("entity", entities), ("reference", references)):
+            owner = table.column("blob").to_numpy()
+            graph_starts[f"{name}_start"] = np.searchsorted(owner, np.arange(n_blobs)).astype(
+                np.int32
+            )
+            graph_starts[f"{name}_count"] = np.bincount(owner, minlength=n_blobs).astype(np.int32)
         blobs = pa.table(
             {
                 "oid": pa.array(self._blob_oids, pa.binary(20)),
@@ -205,6 +301,7 @@ class SegmentBuilder:
                 "size": pa.array(self._blob_size, pa.int64()),
                 "chunk_start": chunk_start,
                 "chunk_count": chunk_count,
+                **graph_starts,
             }
         )
 
@@ -251,6 +348,8 @@ class SegmentBuilder:
             trigrams.postings,
             definitions.trigrams,
             definitions.postings,
+            entities,
+            references,
         )
 
 

@@ -1,35 +1,15 @@
-"""The compiled loops of the trigram analysis (numba), apart so that only a build imports numba.
-
-A worker that only answers queries never loads numba and LLVM (tens of megabytes); one that
-builds an index on demand loads them with its first build.
-"""
+"""The compiled loops of the trigram analysis (numba), apart so that only a build imports numba."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-import numba
 import numpy as np
+
+from worker.index.analysis.compiled import compiled as _compiled
 
 _DEFINE = np.frombuffer(b"define", dtype=np.uint8).reshape(1, 6)
 _DEFINE_LENGTH = np.array([6], dtype=np.int64)
-
-
-def _compiled(**options: Any) -> Callable[[Callable[..., Any]], Any]:
-    """numba.njit, with compiled code cached on disk where numba finds a writable place.
-
-    Compiling these kernels takes a process about two seconds; loading them from the cache,
-    milliseconds. A read-only installation without NUMBA_CACHE_DIR compiles once per process.
-    """
-
-    def compile_(function: Callable[..., Any]) -> Any:
-        try:
-            return numba.njit(cache=True, **options)(function)
-        except RuntimeError:  # numba: "no locator available", nowhere writable to cache
-            return numba.njit(**options)(function)
-
-    return compile_
 
 
 @_compiled(inline="always")

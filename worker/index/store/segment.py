@@ -1,7 +1,8 @@
 """A segment on disk: the analysed blobs of a set, as Arrow IPC files a reader memory-maps.
 
     <segment dir>/segment.json   {"format_version", "id", "components": {name: file}, counts}
-    blobs.arrow     oid (binary 20), indexed, language, n_lines, size, chunk_start, chunk_count
+    blobs.arrow     oid (binary 20), indexed, language, n_lines, size, chunk_start, chunk_count,
+                    entity_start, entity_count, reference_start, reference_count
     chunks.arrow    blob, start_line, end_line (1-based, inclusive), len_body, len_sym, symbol, kind
     terms.arrow     term (sorted by UTF-8 bytes), start, count   -> a slice of postings
     postings.arrow  chunk, tf_body, tf_sym       (one slice per term, in any order; by chunk)
@@ -9,11 +10,16 @@
     trigram_postings.arrow  blob (uint32)        (one slice per trigram; ascending blob rows)
     definition_trigrams.arrow, definition_trigram_postings.arrow
                     the same, over each blob's definition lines only
+    entities.arrow  blob, parent (entity row, -1 at the top), start_line, end_line, name
+                    (qualified: `Flask.route`), kind (the parser's node type)   by blob, pre-order
+    references.arrow blob, entity (row, -1: the file), relation (import, invoke, inherit),
+                    target, name, alias, line        by blob; as written, never resolved
 
 A segment is content-addressed: its id hashes the format version and its blob ids, so two
 builders of the same blobs write the same directory. Components are named in segment.json.
 One analysis of each blob fills every component: the chunks, terms and postings rank research
-answers; the trigrams pick the files code search verifies.
+answers; the trigrams pick the files code search verifies; the entities and references are
+what the graph view resolves per commit.
 """
 
 from __future__ import annotations
@@ -37,11 +43,12 @@ import pyarrow as pa
 
 from worker.index.analysis.segment_builder import SegmentTables
 
-FORMAT_VERSION: Final = 4
+FORMAT_VERSION: Final = 5
 """Bump on any change a reader of the old format would misread, or that changes what the
 analysis of a blob yields (2: definitions end on their own last line, postings grouped by
 term id; 3: each term's postings in chunk order, laid out by the one-pass sort; 4: the
-trigram components); readers rebuild on mismatch, so old and new segments never mix."""
+trigram components; 5: entities and references); readers rebuild on mismatch, so old and
+new segments never mix."""
 COMPONENTS: Final = (
     "blobs",
     "chunks",
@@ -51,6 +58,8 @@ COMPONENTS: Final = (
     "trigram_postings",
     "definition_trigrams",
     "definition_trigram_postings",
+    "entities",
+    "references",
 )
 
 
@@ -164,6 +173,8 @@ def write_segment(segments_dir: Path, seg_id: str, tables: SegmentTables) -> Pat
         "n_trigrams": tables.trigrams.num_rows,
         "n_trigram_postings": tables.trigram_postings.num_rows,
         "n_definition_trigram_postings": tables.definition_trigram_postings.num_rows,
+        "n_entities": tables.entities.num_rows,
+        "n_references": tables.references.num_rows,
     }
     (tmp / "segment.json").write_text(json.dumps(meta, indent=1))
     atomic_publish(tmp, final)
@@ -293,6 +304,10 @@ class Segment:
         self.definition_trigrams = TrigramLists(
             tables.definition_trigrams, tables.definition_trigram_postings
         )
+        self.blob_entity_start = column(tables.blobs, "entity_start")
+        self.blob_entity_count = column(tables.blobs, "entity_count")
+        self.blob_reference_start = column(tables.blobs, "reference_start")
+        self.blob_reference_count = column(tables.blobs, "reference_count")
         self._symbol = tables.chunks.column("symbol")
         self._kind = tables.chunks.column("kind")
         self._language = tables.blobs.column("language")
@@ -319,6 +334,16 @@ class Segment:
             start, end = chunk.offset * width, (chunk.offset + len(chunk)) * width
             oids.extend(raw[i : i + width] for i in range(start, end, width))
         return oids
+
+    def entities(self, blob: int) -> pa.Table:
+        """A blob's entities (see the module docstring); `parent` stays a segment row."""
+        start = int(self.blob_entity_start[blob])
+        return self.tables.entities.slice(start, int(self.blob_entity_count[blob]))
+
+    def references(self, blob: int) -> pa.Table:
+        """A blob's references; `entity` is a segment row of `entities`, or -1."""
+        start = int(self.blob_reference_start[blob])
+        return self.tables.references.slice(start, int(self.blob_reference_count[blob]))
 
     def oid(self, blob: int) -> str:
         """The hex id of a blob."""

@@ -231,6 +231,13 @@ def test_incremental_build_reuses_unchanged_blobs(
     new = {k: v for k, v in after.items() if k != base_id}
     new_pool = str(factory.repo.revparse_single(f"{second}:src/db/pool.c").id)
     assert list(new.values()) == [{new_pool}]
+    (new_id,) = new
+    added = Segment.open(cache / "index" / "acme" / "widgets" / "segments" / new_id)
+    assert added.entities(0).column("name").to_pylist() == [
+        "pool",
+        "pool_acquire",
+        "pool_release",
+    ]
     index = open_index(cache, factory.repo, second)
     assert take(index.ranked("pool_release"))[0].path == "src/db/pool.c"
     assert all(h.path != "docs/guide.md" for h in take(index.ranked("guide router URL")))
@@ -240,6 +247,41 @@ def test_incremental_build_reuses_unchanged_blobs(
         for h in take(old.ranked("pool_release"))
         if h.path == "src/db/pool.c" and h.start_line > 9
     ]
+
+
+def test_segments_hold_each_blobs_entities_and_references(
+    widgets: tuple[RepoFactory, str], tmp_path: Path
+) -> None:
+    """A stored segment gives a blob's entities (qualified, nested) and what each refers to."""
+    factory, commit = widgets
+    cache = tmp_path / "cache"
+    build_commit_index(cache, REPO_ID, factory.repo, commit)
+    login = factory.repo.revparse_single(f"{commit}:src/auth/login.py").id.raw
+    for segment_dir in (cache / "index" / "acme" / "widgets" / "segments").iterdir():
+        segment = Segment.open(segment_dir)
+        if login in segment.oids():
+            blob = segment.oids().index(login)
+            break
+    entities = segment.entities(blob).to_pydict()
+    assert entities["name"] == ["LoginView", "LoginView.post"]
+    assert entities["start_line"] == [4, 7]
+    first = segment.blob_entity_start[blob]
+    assert entities["parent"] == [-1, first]
+    references = segment.references(blob).to_pydict()
+    rows = set(
+        zip(
+            [e - first if e >= 0 else -1 for e in references["entity"]],
+            references["relation"],
+            references["target"],
+            references["name"],
+            strict=True,
+        )
+    )
+    assert rows == {
+        (-1, "import", ".tokens", "rotate_csrf_token"),
+        (1, "invoke", "authenticate", None),
+        (1, "invoke", "rotate_csrf_token", None),
+    }
 
 
 def test_on_demand_index_of_unindexed_commit(

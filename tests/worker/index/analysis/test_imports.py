@@ -1,0 +1,103 @@
+"""Imports read per language: module as written, imported name, alias, row."""
+
+from __future__ import annotations
+
+from worker.index.analysis.imports import Import, imports
+
+
+def test_python_plain_from_relative_parenthesised_and_star() -> None:
+    """`import a as b, c`, `from ..m import (x as y,\\n z)` and `*`; strings and calls are not."""
+    data = (
+        b"import os, a.b as c\n"
+        b"from ..db import (models,\n    x as y)  # note\n"
+        b"  from . import z\n"
+        b"s = 'import q'\n"
+        b"from a import *\n"
+        b"import_thing()\n"
+    )
+    assert imports(data, "python") == [
+        Import(0, "os"),
+        Import(0, "a.b", None, "c"),
+        Import(1, "..db", "models"),
+        Import(1, "..db", "x", "y"),
+        Import(3, ".", "z"),
+        Import(5, "a", "*"),
+    ]
+
+
+def test_javascript_es_modules_and_require() -> None:
+    """Default, named, namespace and bare imports, re-exports and require in JS and TS."""
+    data = (
+        b"import X, {a as b, c} from './m';\n"
+        b'import * as ns from "n"\n'
+        b"import 'side'\n"
+        b"export {q} from './q'\n"
+        b"const r = require('r')\n"
+        b"import type {T} from './t'\n"
+    )
+    want = {
+        Import(0, "./m", "default", "X"),
+        Import(0, "./m", "a", "b"),
+        Import(0, "./m", "c"),
+        Import(1, "n", "*", "ns"),
+        Import(2, "side"),
+        Import(3, "./q", "q"),
+        Import(4, "r"),
+        Import(5, "./t", "T"),
+    }
+    for grammar in ("javascript", "typescript", "tsx"):
+        assert set(imports(data, grammar)) == want
+
+
+def test_go_single_and_grouped_with_aliases() -> None:
+    """`import "fmt"` and a group with an alias, a blank import and a comment."""
+    data = b'package p\nimport "fmt"\nimport (\n\t"os"\n\tf "a/b" // why\n\t_ "c"\n)\n'
+    assert imports(data, "go") == [
+        Import(1, "fmt"),
+        Import(3, "os"),
+        Import(4, "a/b", None, "f"),
+        Import(5, "c", None, "_"),
+    ]
+
+
+def test_java_types_static_members_and_wildcards() -> None:
+    """A type, a static member and a package wildcard."""
+    data = b"package x;\nimport a.b.C;\nimport static a.b.C.m;\nimport a.*;\n"
+    assert imports(data, "java") == [
+        Import(1, "a.b", "C"),
+        Import(2, "a.b.C", "m"),
+        Import(3, "a", "*"),
+    ]
+
+
+def test_rust_use_trees_modules_and_crates() -> None:
+    """Nested use trees with `self` and aliases, `pub use`, `mod m;`, `extern crate`."""
+    data = (
+        b"use std::{io::{self, Read}, fmt as f};\n"
+        b"pub use crate::a::B;\n"
+        b"mod m;\n"
+        b"extern crate serde as s;\n"
+        b"use super::*;\n"
+        b"mod inline { }\n"
+    )
+    assert set(imports(data, "rust")) == {
+        Import(0, "std", "io"),
+        Import(0, "std::io", "Read"),
+        Import(0, "std", "fmt", "f"),
+        Import(1, "crate::a", "B"),
+        Import(2, "m"),
+        Import(3, "serde", None, "s"),
+        Import(4, "super", "*"),
+    }
+
+
+def test_c_includes_at_line_starts_only() -> None:
+    """Angle and quoted includes; one inside a string is not an include."""
+    data = b'#include <linux/slab.h>\n# include "x.h"\n  s = "#include <no>";\n'
+    for grammar in ("c", "cpp"):
+        assert imports(data, grammar) == [Import(0, "linux/slab.h"), Import(1, "x.h")]
+
+
+def test_unparsed_languages_have_no_imports() -> None:
+    """Only parsed languages are read."""
+    assert imports(b"import x\n", "markdown") == []

@@ -1,0 +1,200 @@
+"""Entities and references of a batch: calls, imports, bases, held by the innermost entity."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from worker.index.analysis.chunking import chunk_batch
+from worker.index.analysis.grammars import grammar_of
+from worker.index.analysis.references import (
+    RELATION_NAMES,
+    batch_entities,
+    batch_references,
+)
+
+Row = tuple[str | None, str, str, str | None, str | None, int]
+
+
+def analyse(files: dict[str, bytes]) -> dict[str, list[Row]]:
+    """Each file's references as (entity name, relation, target, name, alias, 1-based line)."""
+    paths = list(files)
+    datas = [files[p] for p in paths]
+    chunks = chunk_batch(datas, [grammar_of(p) for p in paths])
+    entities = batch_entities(chunks.definitions)
+    found = batch_references(chunks.text, datas, chunks.grammars, chunks.definitions, entities)
+    out: dict[str, list[Row]] = {p: [] for p in paths}
+    for blob, entity, relation, target, name, alias, row in zip(
+        found.blob.tolist(),
+        found.entity.tolist(),
+        found.relation.tolist(),
+        found.target.to_pylist(),
+        found.name.to_pylist(),
+        found.alias.to_pylist(),
+        found.row.tolist(),
+        strict=True,
+    ):
+        holder = entities.name[entity] if entity >= 0 else None
+        out[paths[blob]].append((holder, RELATION_NAMES[relation], target, name, alias, row + 1))
+    return out
+
+
+def calls(rows: list[Row]) -> list[tuple[str | None, str]]:
+    return [(holder, target) for holder, relation, target, *_ in rows if relation == "invoke"]
+
+
+PYTHON = b'''import os
+from .models import Model as M
+
+
+class Foo(Base, mixins.Thing, Generic[T], metaclass=ABCMeta):
+    """Doc: not_a_call()"""
+
+    def bar(self, x):
+        # comment_call()
+        y = os.path.join(x, "s(")
+        return helper(y) + self.baz() + helper(x)
+
+    def baz(self):
+        return bar(1)
+
+
+def helper(v):
+    if (v):
+        return Foo().bar(v)
+
+
+print(helper(2))
+'''
+
+C = b"""#include <linux/slab.h>
+#include "local.h"
+static int
+probe(struct device *dev)
+{
+\tvoid *p = kmalloc(10, GFP_KERNEL); /* free_it(p) */
+\tif (!p)
+\t\treturn -ENOMEM;
+\tdev->ops->open(dev);
+\treturn helper(dev) + sizeof(int);
+}
+int helper(struct device *dev);
+struct foo *make_foo(int n) { return alloc_foo(n); }
+"""
+
+
+def test_python_calls_imports_and_bases() -> None:
+    """Calls per entity (once each, first line), not in comments, strings or definitions."""
+    rows = analyse({"pkg/foo.py": PYTHON})["pkg/foo.py"]
+    assert calls(rows) == [
+        ("Foo.bar", "os.path.join"),
+        ("Foo.bar", "helper"),
+        ("Foo.bar", "self.baz"),
+        ("Foo.baz", "bar"),
+        ("helper", "Foo"),
+        (None, "helper"),
+    ]
+    assert [r for r in rows if r[1] == "import"] == [
+        (None, "import", "os", None, None, 1),
+        (None, "import", ".models", "Model", "M", 2),
+    ]
+    assert [(r[0], r[2], r[5]) for r in rows if r[1] == "inherit"] == [
+        ("Foo", "Base", 5),
+        ("Foo", "mixins.Thing", 5),
+        ("Foo", "Generic", 5),
+    ]
+
+
+def test_c_calls_skip_keywords_declarations_and_comments() -> None:
+    """`sizeof(`, `if (`, prototypes and commented calls are no calls; `->` chains are kept."""
+    rows = analyse({"drivers/x.c": C})["drivers/x.c"]
+    assert calls(rows) == [
+        ("probe", "kmalloc"),
+        ("probe", "dev->ops->open"),
+        ("probe", "helper"),
+        ("make_foo", "alloc_foo"),
+    ]
+    assert [r[2] for r in rows if r[1] == "import"] == ["linux/slab.h", "local.h"]
+
+
+def test_bases_from_the_parse_per_language() -> None:
+    """Extends/implements (Java, TypeScript), base clauses (C++), impl traits (Rust)."""
+    found = analyse(
+        {
+            "A.java": b"class A extends B implements C {\n  void m() { run(); }\n}\n",
+            "a.ts": b"class A<T> extends B<T> implements C {\n  m(): void { run(); }\n}\n",
+            "a.cpp": b"class A : public B, private ns::C {\n  void m() { run(); }\n};\n",
+            "a.rs": b"impl Display for Point {\n    fn fmt(&self) { write(); }\n}\n",
+        }
+    )
+    bases = {p: [(r[0], r[2]) for r in rows if r[1] == "inherit"] for p, rows in found.items()}
+    assert bases == {
+        "A.java": [("A", "B"), ("A", "C")],
+        "a.ts": [("A", "B"), ("A", "C")],
+        "a.cpp": [("A", "B"), ("A", "ns::C")],
+        "a.rs": [("Point", "Display")],
+    }
+    assert calls(found["A.java"]) == [("A.m", "run")]
+    assert calls(found["a.rs"]) == [("Point.fmt", "write")]
+
+
+def test_go_method_definitions_are_not_calls() -> None:
+    """`func (r *R) Get(` declares Get; calls inside it are its own."""
+    rows = analyse(
+        {"r.go": b"package r\n\nfunc (r *R) Get(k string) int {\n\treturn lookup(k)\n}\n"}
+    )["r.go"]
+    assert calls(rows) == [("R.Get", "lookup")]
+
+
+def test_entities_nest_in_preorder_with_parents() -> None:
+    """A method's parent is its class; top-level definitions have none."""
+    entities = batch_entities(
+        chunk_batch([PYTHON], ["python"]).definitions  # one blob
+    )
+    named = dict(zip(entities.name, entities.parent.tolist(), strict=True))
+    assert named == {"Foo": -1, "Foo.bar": 0, "Foo.baz": 0, "helper": -1}
+
+
+NAMES = st.sampled_from(["alpha", "beta", "gamma", "delta"])
+
+
+@st.composite
+def python_files(draw: st.DrawFn) -> bytes:
+    lines = []
+    for _ in range(draw(st.integers(1, 4))):
+        lines.append(f"def {draw(NAMES)}(x):")
+        for _ in range(draw(st.integers(1, 3))):
+            lines.append(f"    y = {draw(NAMES)}(x)  # {draw(NAMES)}(q)")
+        lines.append("")
+    return "\n".join(lines).encode()
+
+
+@st.composite
+def c_files(draw: st.DrawFn) -> bytes:
+    lines = []
+    for _ in range(draw(st.integers(1, 4))):
+        lines.append(f"int {draw(NAMES)}(int x)\n{{")
+        for _ in range(draw(st.integers(1, 3))):
+            lines.append(f'\treturn {draw(NAMES)}(x, "{draw(NAMES)}(");')
+        lines.append("}")
+    return "\n".join(lines).encode()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just(".py"), python_files()),
+            st.tuples(st.just(".c"), c_files()),
+            st.tuples(st.just(".md"), st.just(b"# notes: alpha(x)\n")),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_a_blobs_references_do_not_depend_on_its_batch(files: list[tuple[str, bytes]]) -> None:
+    """Analysed in any company (one family, mixed, or alone), a blob has the same references."""
+    named = {f"f{i}{suffix}": data for i, (suffix, data) in enumerate(files)}
+    together = analyse(named)
+    for path, data in named.items():
+        assert analyse({path: data})[path] == together[path]

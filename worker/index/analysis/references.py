@@ -1,0 +1,373 @@
+"""The entities of a batch of blobs and what each refers to: imports, calls, bases.
+
+Entities are the definitions the parser found (`definitions`), contained in one another and
+in their blob. References are written as the source writes them (`os.path.join`,
+`./util`, `linux/slab.h`) and held by the innermost entity whose lines hold them (-1: the
+file itself). Calls are found lexically, outside comments and strings (see `call_kernels`),
+one per (entity, callee), at its first line; imports by each language's statements (see
+`imports`); bases from the parse, and for Python from the class header. Nothing is resolved
+here: the graph view resolves per commit, and drops what it cannot resolve.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from worker.index.analysis.definitions import MAX_NESTING, Definitions
+from worker.index.analysis.imports import imports
+from worker.index.analysis.lexers import c_lexemes, python_lexemes
+
+I64 = npt.NDArray[np.int64]
+U64 = npt.NDArray[np.uint64]
+U8 = npt.NDArray[np.uint8]
+
+
+class Relation(IntEnum):
+    """What a reference is: the codes a segment stores."""
+
+    IMPORT = 0
+    INVOKE = 1
+    INHERIT = 2
+
+
+RELATION_NAMES: Final = tuple(relation.name.lower() for relation in Relation)
+"""The relations by code, as the graph names them (`import`, `invoke`, `inherit`)."""
+
+_C_FAMILY: Final = frozenset({"javascript", "typescript", "tsx", "go", "java", "rust", "c", "cpp"})
+_NOT_CALLED: Final = {
+    "python": (
+        "if elif while for return not and or in is assert del except with yield lambda def "
+        "class await from import global nonlocal async else try finally pass print exec "
+        "raise match case"
+    ),
+    "c": (
+        "if for while switch return sizeof typeof __typeof__ __typeof alignof _Alignof "
+        "__alignof__ defined __attribute__ __attribute _Static_assert static_assert asm __asm__ "
+        "__asm volatile __volatile__ catch function func fn do else case throw synchronized "
+        "using decltype noexcept alignas __declspec operator template import match loop unsafe "
+        "async await yield instanceof in of delete void with foreach defer select range struct "
+        "union enum class interface extends implements super this new"
+    ),
+}
+"""Words that look like a call before `(` and are not one (`if (`, `sizeof (`)."""
+_CALL_AFTER: Final = {
+    "python": "return else not and or in is if elif while await yield assert raise del with from",
+    "c": (
+        "return else case do new throw await yield typeof delete void in of instanceof go "
+        "defer sizeof co_await co_return co_yield default extends range move if while match"
+    ),
+}
+"""Words after which `name(` is still a call; after any other word it declares `name`."""
+_PY_CLASS_HEAD: Final = re.compile(rb"[ \t]*class[ \t]+\w+[ \t]*\(")
+
+
+def _hashes(words: str) -> U64:
+    from worker.index.analysis.call_kernels import name_hash
+
+    return np.array(sorted(name_hash(w.encode()) for w in words.split()), dtype=np.uint64)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchEntities:
+    """A batch's entities, blob by blob in pre-order; rows 0-based and the blob's own."""
+
+    blob: I64
+    """The index of each one's blob in the batch."""
+    parent: I64
+    """The row (in this batch) of the entity each is nested in, -1 at the top of its blob."""
+    start_row: I64
+    end_row: I64
+    name: list[str]
+    kind: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchReferences:
+    """A batch's references, by blob; `entity` is a row of the batch's entities or -1."""
+
+    blob: I64
+    entity: I64
+    relation: npt.NDArray[np.uint8]
+    target: pa.Array
+    name: pa.Array
+    alias: pa.Array
+    row: I64
+
+
+def batch_entities(found: Sequence[Definitions]) -> BatchEntities:
+    """Every blob's definitions as one table (parents renumbered to batch rows)."""
+    sizes = np.fromiter((len(d.symbol) for d in found), dtype=np.int64, count=len(found))
+    firsts = np.zeros(len(found), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=firsts[1:])
+    empty = np.zeros(0, np.int64)
+    blob = np.repeat(np.arange(len(found), dtype=np.int64), sizes)
+    parent = np.concatenate([empty] + [d.parent for d in found])
+    parent = np.where(parent >= 0, parent + firsts[blob], -1)
+    return BatchEntities(
+        blob=blob,
+        parent=parent,
+        start_row=np.concatenate([empty] + [d.start_row for d in found]),
+        end_row=np.concatenate([empty] + [d.end_row for d in found]),
+        name=[name for d in found for name in d.symbol],
+        kind=[kind for d in found for kind in d.kind],
+    )
+
+
+class _Text:
+    """The batch's blobs joined by b"\\n", with where each blob and each line starts."""
+
+    def __init__(self, text: bytes, datas: Sequence[bytes]) -> None:
+        self.data = text
+        self.a: U8 = np.frombuffer(text, dtype=np.uint8)
+        sizes = np.fromiter(map(len, datas), dtype=np.int64, count=len(datas))
+        self.starts = np.zeros(len(datas), dtype=np.int64)
+        np.cumsum(sizes[:-1] + 1, out=self.starts[1:])
+        self.ends = self.starts + sizes
+        self.newlines = np.flatnonzero(self.a == 10)
+        # The global row each blob's first row is.
+        self.row0 = np.searchsorted(self.newlines, self.starts)
+
+    def row_start(self, row: I64) -> I64:
+        """Where each global row starts in the text."""
+        starts = np.zeros(len(row), dtype=np.int64)
+        inner = row > 0
+        starts[inner] = self.newlines[row[inner] - 1] + 1
+        return starts
+
+
+def _innermost(entities: BatchEntities, text: _Text, blob: I64, row: I64) -> I64:
+    """The entity (batch row) whose lines hold each (blob, blob row), innermost; else -1."""
+    if not len(entities.blob) or not len(blob):
+        return np.full(len(blob), -1, dtype=np.int64)
+    key = text.row0[entities.blob] + entities.start_row
+    site = text.row0[blob] + row
+    # Pre-order within a blob: the last entity starting at or before the row, then up
+    # through its parents to one that still holds the row.
+    entity = np.searchsorted(key, site, side="right") - 1
+    entity = np.where((entity >= 0) & (entities.blob[np.maximum(entity, 0)] == blob), entity, -1)
+    for _ in range(MAX_NESTING + 1):
+        safe = np.maximum(entity, 0)
+        outside = (entity >= 0) & (entities.end_row[safe] < row)
+        if not outside.any():
+            break
+        entity = np.where(outside, entities.parent[safe], entity)
+    return entity
+
+
+def _slices(a: U8, start: I64, end: I64) -> pa.Array:
+    """The byte ranges of `a` as an Arrow string array, gathered without Python objects."""
+    lengths = end - start
+    offsets = np.zeros(len(start) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    index = np.repeat(start - offsets[:-1], lengths) + np.arange(offsets[-1], dtype=np.int64)
+    data = a[index]
+    binary = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), len(start), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+    # Identifiers and `.`/`::`/`->`: ASCII, so valid UTF-8.
+    return binary.cast(pa.large_string()).cast(pa.string())
+
+
+def _calls(
+    text: _Text, grammars: Sequence[str], entities: BatchEntities
+) -> tuple[I64, I64, I64, I64, I64]:
+    """(blob, entity, row, start, end) of each distinct call per (blob, entity, callee)."""
+    from worker.index.analysis.call_kernels import call_sites
+
+    parts: list[tuple[I64, I64, U64]] = []
+    for family, members in (
+        ("python", [i for i, g in enumerate(grammars) if g == "python"]),
+        ("c", [i for i, g in enumerate(grammars) if g in _C_FAMILY]),
+    ):
+        if not members:
+            continue
+        # A lexer reads each file of a buffer on its own, so the batch's text serves when
+        # the family's files are most of it; else a buffer of theirs is cheaper to read.
+        sizes = text.ends[members] - text.starts[members]
+        if 2 * int(sizes.sum()) >= len(text.a):
+            own, at = text, np.asarray(members, dtype=np.int64)
+            own_starts, own_ends = text.starts[at], text.ends[at]
+        else:
+            datas = [text.data[text.starts[i] : text.ends[i]] for i in members]
+            own = _Text(b"\n".join(datas), datas)
+            own_starts, own_ends = own.starts, own.ends
+        lexemes = python_lexemes if family == "python" else c_lexemes
+        skip_starts, skip_ends = lexemes(own.a, own.starts, own.ends, own.newlines)
+        capacity = int(np.count_nonzero(own.a == 0x28))
+        out_start = np.empty(capacity, np.int64)
+        out_end = np.empty(capacity, np.int64)
+        out_hash = np.empty(capacity, np.uint64)
+        out_before = np.empty(capacity, np.uint64)
+        n = call_sites(
+            own.a,
+            own_starts,
+            own_ends,
+            skip_starts.astype(np.int64),
+            skip_ends.astype(np.int64),
+            family == "c",
+            out_start,
+            out_end,
+            out_hash,
+            out_before,
+        )
+        before = out_before[:n]
+        called = ~np.isin(out_hash[:n], _hashes(_NOT_CALLED[family]))
+        called &= (before == 0) | np.isin(before, _hashes(_CALL_AFTER[family]))
+        start, end = out_start[:n][called], out_end[:n][called]
+        # Back to positions in the batch's text.
+        shift = (text.starts[members] - own_starts)[np.searchsorted(own_starts, start, "right") - 1]
+        parts.append((start + shift, end + shift, out_hash[:n][called]))
+    empty = np.zeros(0, np.int64)
+    if not parts:
+        return empty, empty, empty, empty, empty
+    start = np.concatenate([p[0] for p in parts])
+    end = np.concatenate([p[1] for p in parts])
+    hashes = np.concatenate([p[2] for p in parts])
+    order = np.argsort(start, kind="stable")
+    start, end, hashes = start[order], end[order], hashes[order]
+    blob = np.searchsorted(text.starts, start, side="right") - 1
+    row = np.searchsorted(text.newlines, start) - text.row0[blob]
+    entity = _innermost(entities, text, blob, row)
+    # A definition's own name on its first line (`def f(`, `func (r R) f(`) is no call.
+    own_line = np.flatnonzero((entity >= 0) & (entities.start_row[np.maximum(entity, 0)] == row))
+    if len(own_line):
+        data = text.data
+        declared = [
+            data[s:e].decode("ascii", "replace").replace("::", ".").replace("->", ".")
+            == entities.name[x].rsplit(".", 1)[-1]
+            for s, e, x in zip(
+                start[own_line].tolist(),
+                end[own_line].tolist(),
+                entity[own_line].tolist(),
+                strict=True,
+            )
+        ]
+        keep = np.ones(len(start), dtype=bool)
+        keep[own_line[np.asarray(declared, dtype=bool)]] = False
+        start, end, hashes, blob, row, entity = (
+            x[keep] for x in (start, end, hashes, blob, row, entity)
+        )
+    # The first call of each callee per (blob, entity): sorted by position, kept stable.
+    order = np.lexsort((hashes, entity, blob))
+    first = np.ones(len(order), dtype=bool)
+    b, x, h = blob[order], entity[order], hashes[order]
+    first[1:] = (b[1:] != b[:-1]) | (x[1:] != x[:-1]) | (h[1:] != h[:-1])
+    chosen = np.sort(order[first])
+    return blob[chosen], entity[chosen], row[chosen], start[chosen], end[chosen]
+
+
+def _python_bases(header: bytes) -> list[str]:
+    """The bases in a class header from its `(`: positional arguments, subscripts dropped."""
+    depth, part, parts = 0, bytearray(), []
+    for byte in header:
+        if byte in b"([{":
+            depth += 1
+            if depth == 1 and byte == 0x28:
+                continue
+        elif byte in b")]}":
+            depth -= 1
+            if depth == 0:
+                parts.append(bytes(part))
+                break
+        elif byte == 0x2C and depth == 1:
+            parts.append(bytes(part))
+            part = bytearray()
+            continue
+        if depth >= 1:
+            part.append(byte)
+    bases = []
+    for raw in parts:
+        written = re.sub(rb"\[.*", b"", raw, flags=re.S).strip()
+        if written and re.fullmatch(rb"[A-Za-z_][\w.]*", written):
+            bases.append(written.decode())
+    return bases
+
+
+def batch_references(
+    text: bytes,
+    datas: Sequence[bytes],
+    grammars: Sequence[str | None],
+    found: Sequence[Definitions],
+    entities: BatchEntities,
+) -> BatchReferences:
+    """The imports, calls and bases of a batch (`text`: its blobs joined by b"\\n")."""
+    joined = _Text(text, datas)
+    parsed = [g or "" for g in grammars]
+    call_blob, call_entity, call_row, call_start, call_end = _calls(joined, parsed, entities)
+    blobs: list[int] = []
+    entity_of: list[int] = []
+    relation: list[int] = []
+    targets: list[str] = []
+    names: list[str | None] = []
+    aliases: list[str | None] = []
+    rows: list[int] = []
+    firsts = np.zeros(len(found) + 1, dtype=np.int64)
+    np.cumsum([len(d.symbol) for d in found], out=firsts[1:])
+    for i, (data, grammar) in enumerate(zip(datas, parsed, strict=True)):
+        if not grammar:
+            continue
+        definitions = found[i]
+        first = int(firsts[i])
+        bases: list[tuple[int, str]] = list(
+            zip((definitions.base_of + first).tolist(), definitions.base, strict=True)
+        )
+        if grammar == "python":
+            starts = joined.row_start(joined.row0[i] + definitions.start_row) - joined.starts[i]
+            for d, (kind, at) in enumerate(zip(definitions.kind, starts.tolist(), strict=True)):
+                if kind != "class_definition":
+                    continue
+                head = _PY_CLASS_HEAD.match(data, at)
+                if head is not None:
+                    header = data[head.end() - 1 :]
+                    bases.extend((first + d, base) for base in _python_bases(header))
+        for d, base in bases:
+            blobs.append(i)
+            entity_of.append(d)
+            relation.append(Relation.INHERIT)
+            targets.append(base)
+            names.append(None)
+            aliases.append(None)
+            rows.append(int(entities.start_row[d]))
+        for imp in imports(data, grammar):
+            blobs.append(i)
+            entity_of.append(-1)
+            relation.append(Relation.IMPORT)
+            targets.append(imp.module)
+            names.append(imp.name)
+            aliases.append(imp.alias)
+            rows.append(imp.row)
+    imported = np.flatnonzero(np.asarray(relation, dtype=np.uint8) == Relation.IMPORT)
+    if len(imported):
+        held = _innermost(
+            entities,
+            joined,
+            np.asarray(blobs, dtype=np.int64)[imported],
+            np.asarray(rows, dtype=np.int64)[imported],
+        )
+        for at, entity in zip(imported.tolist(), held.tolist(), strict=True):
+            entity_of[at] = entity
+    n_calls = len(call_blob)
+    blob = np.concatenate([np.asarray(blobs, dtype=np.int64), call_blob])
+    order = np.argsort(blob, kind="stable")
+    nulls = pa.nulls(n_calls, pa.string())
+    return BatchReferences(
+        blob=blob[order],
+        entity=np.concatenate([np.asarray(entity_of, dtype=np.int64), call_entity])[order],
+        relation=np.concatenate(
+            [np.asarray(relation, dtype=np.uint8), np.full(n_calls, Relation.INVOKE, np.uint8)]
+        )[order],
+        target=pa.concat_arrays(
+            [pa.array(targets, pa.string()), _slices(joined.a, call_start, call_end)]
+        ).take(pa.array(order)),
+        name=pa.concat_arrays([pa.array(names, pa.string()), nulls]).take(pa.array(order)),
+        alias=pa.concat_arrays([pa.array(aliases, pa.string()), nulls]).take(pa.array(order)),
+        row=np.concatenate([np.asarray(rows, dtype=np.int64), call_row])[order],
+    )
