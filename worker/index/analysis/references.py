@@ -237,7 +237,8 @@ def _calls(
     row = np.searchsorted(text.newlines, start) - text.row0[blob]
     entity = _innermost(entities, text, blob, row)
     # A definition's own name on its first line (`def f(`, `func (r R) f(`) is no call.
-    own_line = np.flatnonzero((entity >= 0) & (entities.start_row[np.maximum(entity, 0)] == row))
+    first_rows = entities.start_row if len(entities.blob) else np.full(1, -1, np.int64)
+    own_line = np.flatnonzero((entity >= 0) & (first_rows[np.maximum(entity, 0)] == row))
     if len(own_line):
         data = text.data
         declared = [

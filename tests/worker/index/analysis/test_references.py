@@ -146,6 +146,13 @@ def test_go_method_definitions_are_not_calls() -> None:
     assert calls(rows) == [("R.Get", "lookup")]
 
 
+def test_calls_in_a_batch_without_definitions_belong_to_their_files() -> None:
+    """Top-level calls with no definition anywhere in the batch are held by the file."""
+    rows = analyse({"run.py": b"main()\n", "x.h": b"DECLARE(x);\n"})
+    assert calls(rows["run.py"]) == [(None, "main")]
+    assert calls(rows["x.h"]) == [(None, "DECLARE")]
+
+
 def test_entities_nest_in_preorder_with_parents() -> None:
     """A method's parent is its class; top-level definitions have none."""
     entities = batch_entities(
