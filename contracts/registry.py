@@ -17,6 +17,16 @@ from contracts.code import (
 )
 from contracts.errors import ErrorReply
 from contracts.git import GitChurnRequest, GitChurnResponse, GitHistoryRequest, GitHistoryResponse
+from contracts.graph import (
+    GraphDiffRequest,
+    GraphDiffResponse,
+    GraphRetrieveRequest,
+    GraphRetrieveResponse,
+    GraphSearchRequest,
+    GraphSearchResponse,
+    GraphTraverseRequest,
+    GraphTraverseResponse,
+)
 from contracts.repo import RepoStatusRequest, RepoStatusResponse
 from contracts.research import RepoReaderRequest, RepoReaderResponse
 from contracts.subjects import Subject
@@ -29,6 +39,10 @@ MESSAGES: Final[dict[Subject, tuple[type[msgspec.Struct], type[msgspec.Struct]]]
     Subject.GIT_HISTORY: (GitHistoryRequest, GitHistoryResponse),
     Subject.GIT_CHURN: (GitChurnRequest, GitChurnResponse),
     Subject.REPO_STATUS: (RepoStatusRequest, RepoStatusResponse),
+    Subject.GRAPH_SEARCH: (GraphSearchRequest, GraphSearchResponse),
+    Subject.GRAPH_TRAVERSE: (GraphTraverseRequest, GraphTraverseResponse),
+    Subject.GRAPH_RETRIEVE: (GraphRetrieveRequest, GraphRetrieveResponse),
+    Subject.GRAPH_DIFF: (GraphDiffRequest, GraphDiffResponse),
     Subject.ADMIN_SYNC: (SyncRequest, SyncResponse),
     Subject.ADMIN_REBUILD_INDEX: (RebuildIndexRequest, RebuildIndexResponse),
 }

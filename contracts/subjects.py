@@ -26,6 +26,7 @@ class Subject(enum.StrEnum):
     GRAPH_SEARCH = f"{PREFIX}.graph.search"
     GRAPH_TRAVERSE = f"{PREFIX}.graph.traverse"
     GRAPH_RETRIEVE = f"{PREFIX}.graph.retrieve"
+    GRAPH_DIFF = f"{PREFIX}.graph.diff"
     ADMIN_SYNC = f"{PREFIX}.admin.sync"
     ADMIN_REBUILD_INDEX = f"{PREFIX}.admin.rebuild_index"
 

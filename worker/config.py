@@ -76,6 +76,11 @@ class ToolLimits(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True
     churn_max_modules: PositiveInt = 200
     churn_max_commits: PositiveInt = 5000
     """Commits examined per churn request; a busier window is answered over its newest ones."""
+    graph_default_nodes: PositiveInt = 200
+    graph_max_nodes: PositiveInt = 1000
+    """Nodes one graph.traverse returns at most."""
+    graph_lru_size: PositiveInt = 4
+    """How many commits' graphs a worker keeps built."""
 
     def __post_init__(self) -> None:
         for default, ceiling in (
@@ -85,6 +90,7 @@ class ToolLimits(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True
             ("history_default_days", "history_max_days"),
             ("history_default_limit", "history_max_limit"),
             ("churn_default_modules", "churn_max_modules"),
+            ("graph_default_nodes", "graph_max_nodes"),
         ):
             if getattr(self, default) > getattr(self, ceiling):
                 raise msgspec.ValidationError(
@@ -110,6 +116,10 @@ class Capabilities(_Section, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     git_history: CapabilityConfig = CapabilityConfig()
     git_churn: CapabilityConfig = CapabilityConfig()
     repo_status: CapabilityConfig = CapabilityConfig()
+    graph_search: CapabilityConfig = CapabilityConfig()
+    graph_traverse: CapabilityConfig = CapabilityConfig()
+    graph_retrieve: CapabilityConfig = CapabilityConfig()
+    graph_diff: CapabilityConfig = CapabilityConfig()
 
     def get(self, capability: str) -> CapabilityConfig:
         """The table of a capability named as in its subject, e.g. ``code.search``."""

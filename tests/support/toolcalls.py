@@ -18,6 +18,16 @@ from contracts.code import (
     CodeSearchResponse,
 )
 from contracts.git import GitChurnRequest, GitChurnResponse, GitHistoryRequest, GitHistoryResponse
+from contracts.graph import (
+    GraphDiffRequest,
+    GraphDiffResponse,
+    GraphRetrieveRequest,
+    GraphRetrieveResponse,
+    GraphSearchRequest,
+    GraphSearchResponse,
+    GraphTraverseRequest,
+    GraphTraverseResponse,
+)
 from contracts.repo import RepoStatusRequest, RepoStatusResponse
 from contracts.subjects import Subject
 from worker.client import RepoReaderClient
@@ -33,6 +43,10 @@ CALLS: dict[type[msgspec.Struct], tuple[Subject, type[msgspec.Struct], str | Non
     GitHistoryRequest: (Subject.GIT_HISTORY, GitHistoryResponse, "commits"),
     GitChurnRequest: (Subject.GIT_CHURN, GitChurnResponse, "modules"),
     RepoStatusRequest: (Subject.REPO_STATUS, RepoStatusResponse, None),
+    GraphSearchRequest: (Subject.GRAPH_SEARCH, GraphSearchResponse, "entities"),
+    GraphTraverseRequest: (Subject.GRAPH_TRAVERSE, GraphTraverseResponse, "nodes"),
+    GraphRetrieveRequest: (Subject.GRAPH_RETRIEVE, GraphRetrieveResponse, "entities"),
+    GraphDiffRequest: (Subject.GRAPH_DIFF, GraphDiffResponse, "entities"),
 }
 
 

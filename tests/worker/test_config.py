@@ -80,7 +80,8 @@ def test_capability_tables_use_subject_names() -> None:
     assert config.capabilities.get("code.search").rate_per_minute == 7
     assert not config.capabilities.get("code.search").enabled
     assert config.capabilities.get("research").enabled
-    assert not config.capabilities.get("graph.search").enabled
+    assert config.capabilities.get("graph.search").enabled
+    assert not config.capabilities.get("docs.regenerate").enabled
 
 
 def test_rendered_entry_escapes_quotes() -> None:

@@ -10,6 +10,7 @@ import structlog
 
 from contracts.research import RepoReaderRequest, RepoReaderResponse
 from contracts.subjects import Subject
+from worker.capabilities.graph.service import GraphTools
 from worker.capabilities.research import ResearchService
 from worker.capabilities.tools import AgentTools
 from worker.config import Config
@@ -52,6 +53,7 @@ class Worker:
         )
         self.research = ResearchService(config, self.catalog, self.indexes)
         self.tools = AgentTools(config, self.catalog, self.indexes)
+        self.graph = GraphTools(config, self.catalog, self.indexes, self.tools.licenses)
 
     def capabilities(self) -> list[Capability]:
         """Every capability this worker serves, with its enabled flag from the config."""
@@ -63,6 +65,7 @@ class Worker:
                 enabled=self.config.capabilities.research.enabled,
             ),
             *self.tools.capabilities(),
+            *self.graph.capabilities(),
         ]
 
     def _research(self, request: RepoReaderRequest, context: RequestContext) -> Reply:

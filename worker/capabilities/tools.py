@@ -29,6 +29,7 @@ class AgentTools:
     def __init__(self, config: Config, catalog: RepoCatalog, indexes: IndexStore) -> None:
         self.config = config
         licenses = LicenseCache()
+        self.licenses = licenses
         self.indexes = indexes
         self.search = CodeSearch(config, catalog, indexes, licenses)
         self.files = CodeFiles(config, catalog, licenses)

@@ -1,0 +1,133 @@
+"""A mirrored cache for the graph tests: a small shop in Python, JavaScript, Go and C, two commits.
+
+Its edges are known: every call, import, base and containment the graph should find is
+written down in the files below, and so is what it must not invent (calls on local
+objects of unknown type, library calls).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.support.cache import MirroredCache
+from tests.support.gitrepos import MIT_LICENSE, Content, commit, init_repo, make_repo
+
+MODELS_PY = '''"""Models."""
+
+
+class Base:
+    def save(self):
+        return self.validate()
+
+    def validate(self):
+        return True
+
+
+class Order(Base):
+    """An order."""
+
+    def total(self, items: list, *, tax=0) -> int:
+        """Sum the items."""
+        return sum_prices(items)
+
+    def validate(self):
+        return self.total([]) >= 0
+
+
+def sum_prices(items):
+    return len(items)
+'''
+
+VIEWS_PY = """from .models import Order
+from shop import models
+import shop.models as m
+import json
+
+
+@route("/orders")
+def checkout(request):
+    order = Order()
+    order.save()
+    models.sum_prices([])
+    json.dumps(order)
+    return render(order)
+
+
+def render(order):
+    # sum_prices(1) in a comment is no call
+    return m.sum_prices([order])
+"""
+
+VIEWS_PY_2 = """from .models import Order
+from shop import models
+import shop.models as m
+import json
+
+
+@route("/orders")
+def checkout(request):
+    order = Order()
+    order.save()
+    models.sum_prices([])
+    json.dumps(order)
+    return refund(order)
+
+
+def refund(order):
+    return m.sum_prices([])
+"""
+
+GRAPH_FILES: dict[str, Content] = {
+    "LICENSE": MIT_LICENSE,
+    "shop/__init__.py": '"""The shop."""\n',
+    "shop/models.py": MODELS_PY,
+    "shop/views.py": VIEWS_PY,
+    "web/app.js": (
+        "import { helper } from './util';\n\nexport function main() {\n  return helper(1);\n}\n"
+    ),
+    "web/util.js": "export function helper(x) {\n  return x;\n}\n",
+    "go/srv/server.go": (
+        "package srv\n\nfunc Serve() int {\n\treturn handle()\n}\n\n"
+        "func handle() int {\n\treturn 1\n}\n"
+    ),
+    "c/list.h": "int list_len(struct list *l);\n",
+    "c/list.c": (
+        '#include "list.h"\n\nstatic int count_nodes(struct list *l)\n{\n\treturn 0;\n}\n\n'
+        "int list_len(struct list *l)\n{\n\treturn count_nodes(l);\n}\n"
+    ),
+}
+
+CHANGES: dict[str, Content | None] = {
+    "shop/views.py": VIEWS_PY_2,
+    "shop/models.py": MODELS_PY.replace(
+        "return sum_prices(items)", "return sum_prices(items) + tax"
+    ),
+    "web/util.js": None,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GraphCache:
+    """The mirrored cache and the two commits of `acme/shop`."""
+
+    cache: MirroredCache
+    first: str
+    second: str
+
+
+def build_graph_cache(root: Path) -> GraphCache:
+    """The shop at two commits (the second mirrored as head), and an unlicensed neighbour."""
+    sources = root / "sources"
+    repo = init_repo(sources / "shop")
+    first = commit(repo, GRAPH_FILES, message="initial")
+    second = commit(repo, CHANGES, message="refunds")
+    (root / "cache").mkdir()
+    cache = MirroredCache(root / "cache")
+    cache.set_config(
+        "[tools]\ngraph_default_nodes = 40\ngraph_max_nodes = 50\nread_max_chars = 2000\n"
+    )
+    cache.add("acme/shop", sources / "shop")
+    make_repo(sources / "bare", {"main.py": "def main():\n    return 1\n"})
+    cache.add("acme/unlicensed", sources / "bare")
+    return GraphCache(cache=cache, first=first, second=second)

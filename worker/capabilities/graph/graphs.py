@@ -1,0 +1,149 @@
+"""The graphs of pinned commits: built from the commit's index on first use, kept in an LRU.
+
+A graph is a view of the index (see `worker.index.views.graph`): building one reads each
+blob's stored analysis and resolves its references, with no blob read or parsed again.
+The index itself is mapped from the cache, or built on demand within the request's budget.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import pygit2
+import structlog
+
+from worker.capabilities.tooling import LicensedFiles
+from worker.errors import Timeout
+from worker.index import IndexStore
+from worker.index.views.graph.build import build_graph
+from worker.index.views.graph.model import CommitGraph, EntityType
+from worker.index.views.text import CommitIndex
+from worker.licenses import LicenseCache
+from worker.repos.catalog import ResolvedRepo
+from worker.repos.excerpts import decode_text
+from worker.repos.swhid import content_swhid, origin_url
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(slots=True)
+class FileText:
+    """A file of the commit as lines, with its blob id and license."""
+
+    blob: str
+    lines: list[str]
+    license: str
+    license_source: str
+
+
+@dataclass
+class PinnedGraph:
+    """A commit's graph with what answers need besides it: the index and the repository."""
+
+    pinned: ResolvedRepo
+    graph: CommitGraph
+    index: CommitIndex
+    build_seconds: float
+    _texts: dict[str, FileText | None] = field(default_factory=dict)
+
+    @cached_property
+    def _path_rows(self) -> dict[str, int]:
+        return {path: row for row, path in enumerate(self.index.path_column.to_pylist())}
+
+    def blob_of(self, path: str) -> str | None:
+        """The blob id of an indexed file of the commit."""
+        row = self._path_rows.get(path)
+        return None if row is None else bytes(self.index.path_oids[row]).hex()
+
+    def text(self, path: str, licensed: LicensedFiles) -> FileText | None:
+        """A file's lines and license (None for a file that is no text)."""
+        if path in self._texts:
+            return self._texts[path]
+        blob = self.blob_of(path)
+        found: FileText | None = None
+        if blob is not None:
+            obj = self.pinned.repo[blob]
+            assert isinstance(obj, pygit2.Blob)
+            data = obj.data
+            decoded = decode_text(data)
+            if decoded is not None:
+                attribution = licensed.of(path, blob, data)
+                found = FileText(blob, list(decoded.lines), attribution.license, attribution.source)
+        self._texts[path] = found
+        return found
+
+    def swhid(self, path: str, blob: str, lines: tuple[int, int]) -> str:
+        """The SWHID of lines of a file of the commit."""
+        return content_swhid(
+            blob=blob,
+            origin=origin_url(self.pinned.state.url),
+            commit=self.pinned.commit,
+            path=path,
+            start_line=lines[0],
+            end_line=lines[1],
+        )
+
+    def line_range(self, node: int) -> tuple[int, int] | None:
+        """A node's 1-based inclusive lines; None for a directory."""
+        graph = self.graph
+        if graph.types[node] == EntityType.DIRECTORY:
+            return None
+        return int(graph.start_line[node]), max(int(graph.end_line[node]), 1)
+
+
+class GraphStore:
+    """Built graphs of (repository, commit), least recently used dropped first."""
+
+    def __init__(self, indexes: IndexStore, licenses: LicenseCache, *, size: int = 4) -> None:
+        self.indexes = indexes
+        self.licenses = licenses
+        self.size = max(1, size)
+        self._lru: OrderedDict[tuple[str, str], tuple[CommitGraph, float]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._building: dict[tuple[str, str], threading.Lock] = {}
+        self.builds = 0
+        """Graphs this store built (for tests and metrics)."""
+
+    def open(self, pinned: ResolvedRepo, *, deadline: float) -> PinnedGraph:
+        """The graph of a pinned commit, built (within `deadline`) if no one has yet."""
+        key = (pinned.name, pinned.commit)
+        index = self.indexes.open(pinned.name, pinned.repo, pinned.commit, deadline=deadline)
+        with self._lock:
+            found = self._lru.get(key)
+            if found is not None:
+                self._lru.move_to_end(key)
+                return PinnedGraph(pinned, found[0], index, found[1])
+            building = self._building.setdefault(key, threading.Lock())
+        with building:
+            with self._lock:
+                found = self._lru.get(key)
+            if found is None:
+                if time.monotonic() > deadline:
+                    raise Timeout(
+                        f"the graph of {pinned.name} at {pinned.commit[:12]} was not built in time",
+                        repo=pinned.name,
+                        commit=pinned.commit,
+                        stage="graph",
+                    )
+                built = build_graph(index)
+                found = (built.graph, built.seconds)
+                log.info(
+                    "graph.built",
+                    repo=pinned.name,
+                    commit=pinned.commit,
+                    files=built.files,
+                    nodes=built.graph.n_nodes,
+                    edges=len(built.graph.edges.source),
+                    seconds=round(built.seconds, 3),
+                )
+                with self._lock:
+                    self.builds += 1
+                    self._lru[key] = found
+                    while len(self._lru) > self.size:
+                        self._lru.popitem(last=False)
+                    self._building.pop(key, None)
+        return PinnedGraph(pinned, found[0], index, found[1])

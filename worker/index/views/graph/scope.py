@@ -1,0 +1,295 @@
+"""What a name means where it is written: the scopes and module rules the graph resolves by.
+
+A reference is resolved only when a language's rules say what it names: a top-level
+definition of its file, a name its imports bind, a method of the enclosing class (and of
+its bases), a module's member, a definition of the same package (Go, Java), or the one
+definition of that name in C and C++ (one global namespace). Anything else (a library, a
+builtin, a method on an object of unknown type) is left unresolved, never guessed.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from worker.index.views.graph.model import EntityType
+
+_JS_EXTENSIONS: Final = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
+_SELF: Final = frozenset({"self", "this", "cls", "Self"})
+_MAX_BASE_DEPTH: Final = 6
+_C_FAMILY: Final = frozenset({"c", "cpp"})
+
+
+@dataclass(slots=True)
+class FileScope:
+    """One file's node, language, top-level definitions and import bindings."""
+
+    node: int
+    path: str
+    grammar: str | None
+    top: dict[str, int] = field(default_factory=dict)
+    bindings: dict[str, int] = field(default_factory=dict)
+    wildcards: list[int] = field(default_factory=list)
+    """Nodes whose every member is in scope (`from m import *`, Java `import a.b.*`)."""
+
+
+class Scopes:
+    """Every file's scope and every class's members, and the lookups over them."""
+
+    def __init__(
+        self,
+        *,
+        types: Sequence[int],
+        file_nodes: dict[str, int],
+        dir_nodes: dict[str, int],
+        grammars: dict[str, str | None],
+    ) -> None:
+        self.types = types
+        self.file_nodes = file_nodes
+        self.dir_nodes = dir_nodes
+        self.files: dict[int, FileScope] = {
+            node: FileScope(node, path, grammars[path]) for path, node in file_nodes.items()
+        }
+        self.members: dict[tuple[int, str], dict[str, int]] = defaultdict(dict)
+        """(file node, qualified class name) -> its methods and nested classes by name."""
+        self.class_key: dict[int, tuple[int, str]] = {}
+        self.bases: dict[tuple[int, str], list[int]] = defaultdict(list)
+        self.children: dict[int, dict[str, int]] = defaultdict(dict)
+        """A directory's files and subdirectories by name."""
+        self._global: dict[str, list[int]] = defaultdict(list)
+        self._python_modules: dict[str, list[int]] = defaultdict(list)
+        for path, node in file_nodes.items():
+            parent, _, name = path.rpartition("/")
+            self.children[dir_nodes[parent] if parent else -1][name] = node
+            if path.endswith(".py"):
+                module = path[:-3].removesuffix("/__init__").replace("/", ".")
+                parts = module.split(".")
+                for i in range(len(parts)):
+                    self._python_modules[".".join(parts[i:])].append(node)
+        for path, node in dir_nodes.items():
+            parent, _, name = path.rpartition("/")
+            self.children[dir_nodes[parent] if parent else -1][name] = node
+
+    def add_entity(self, file: int, node: int, qualified: str, top_level: bool) -> None:
+        """Record a definition: its file's top level, or a member of its class."""
+        scope = self.files[file]
+        owner, _, name = qualified.rpartition(".")
+        if "::" in name:  # C++ `void Foo::bar()` defined outside its class
+            owner, _, name = qualified.rpartition("::")
+        if top_level and not owner:
+            scope.top.setdefault(name, node)
+            if scope.grammar in _C_FAMILY or scope.grammar == "go":
+                self._global[name].append(node)
+        elif owner:
+            self.members[(file, owner)].setdefault(name, node)
+        if self.types[node] == EntityType.CLASS:
+            self.class_key[node] = (file, qualified)
+
+    # Modules ---------------------------------------------------------------------------
+
+    def python_module(self, importer: str, module: str) -> int | None:
+        """The file (or package directory) a Python module name means from `importer`.
+
+        -1 is the repository's root (`from . import x` in a top-level file).
+        """
+        dots = len(module) - len(module.lstrip("."))
+        rest = module[dots:]
+        if dots:
+            base = posixpath.dirname(importer)
+            for _ in range(dots - 1):
+                base = posixpath.dirname(base)
+            node: int | None = self.dir_nodes.get(base, -1) if base else -1
+            for part in rest.split(".") if rest else []:
+                node = self.member(node, part) if node is not None else None
+            return node
+        candidates = self._python_modules.get(rest, [])
+        if not candidates:
+            top = self.children[-1].get(rest.split(".")[0])
+            if top is not None and self.types[top] == EntityType.DIRECTORY:
+                node = top
+                for part in rest.split(".")[1:]:
+                    node = self.member(node, part) if node is not None else None
+                return node
+            return None
+        here = posixpath.dirname(importer)
+        # The shortest root (the repository's own package over a vendored copy), then a
+        # module beside the importer, then the first path.
+        return min(
+            candidates,
+            key=lambda n: (
+                self.files[n].path.count("/"),
+                posixpath.dirname(self.files[n].path) != here,
+                self.files[n].path,
+            ),
+        )
+
+    def js_module(self, importer: str, spec: str) -> int | None:
+        """The file a relative JavaScript/TypeScript import names; packages are outside."""
+        if not spec.startswith("."):
+            return None
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(importer), spec))
+        if target in self.file_nodes:
+            return self.file_nodes[target]
+        for candidate in (
+            *(target + e for e in _JS_EXTENSIONS),
+            *(f"{target}/index{e}" for e in _JS_EXTENSIONS),
+        ):
+            if candidate in self.file_nodes:
+                return self.file_nodes[candidate]
+        return None
+
+    def directory_by_suffix(self, path: str) -> int | None:
+        """The directory whose path ends the import path (Go packages), longest first."""
+        parts = path.split("/")
+        for i in range(len(parts)):
+            found = self.dir_nodes.get("/".join(parts[i:]))
+            if found is not None:
+                return found
+        return None
+
+    def file_by_suffix(self, importer: str, path: str) -> int | None:
+        """A file named by a path relative to the importer, else the shortest one ending it."""
+        beside = posixpath.normpath(posixpath.join(posixpath.dirname(importer), path))
+        if beside in self.file_nodes:
+            return self.file_nodes[beside]
+        if path in self.file_nodes:
+            return self.file_nodes[path]
+        name = posixpath.basename(path)
+        suffix = "/" + path
+        found = [node for node in self._files_named(name) if self.files[node].path.endswith(suffix)]
+        return min(found, key=lambda n: (len(self.files[n].path), self.files[n].path), default=None)
+
+    def _files_named(self, name: str) -> list[int]:
+        index = getattr(self, "_by_name", None)
+        if index is None:
+            index = defaultdict(list)
+            for node, scope in self.files.items():
+                index[posixpath.basename(scope.path)].append(node)
+            self._by_name: dict[str, list[int]] = index
+        found: list[int] = index.get(name, [])
+        return found
+
+    def rust_module(self, importer: str, path: Sequence[str]) -> int | None:
+        """The file (or directory) a Rust module path names (`crate::a::b`, `super::x`)."""
+        here = posixpath.dirname(importer)
+        stem = posixpath.basename(importer).rsplit(".", 1)[0]
+        module_dir = here if stem in ("mod", "lib", "main") else f"{here}/{stem}".lstrip("/")
+        parts = list(path)
+        if parts and parts[0] == "crate":
+            crate = (
+                importer.split("/src/", maxsplit=1)[0] + "/src" if "/src/" in importer else "src"
+            )
+            module_dir = crate if crate in self.dir_nodes else ""
+            parts = parts[1:]
+        while parts and parts[0] in ("self", "super"):
+            if parts.pop(0) == "super":
+                module_dir = posixpath.dirname(module_dir)
+        node: int | None = None
+        for part in parts:
+            found = self.file_nodes.get(f"{module_dir}/{part}.rs".lstrip("/"))
+            if found is None:
+                found = self.file_nodes.get(f"{module_dir}/{part}/mod.rs".lstrip("/"))
+            if found is None:
+                return self.member(node, part) if node is not None else None
+            node, module_dir = found, f"{module_dir}/{part}".lstrip("/")
+        return node
+
+    # Members and names -------------------------------------------------------------------
+
+    def member(self, node: int | None, name: str, depth: int = 0) -> int | None:
+        """What `node.name` is: a module's definition or submodule, a class's method."""
+        if node is None or depth > _MAX_BASE_DEPTH:
+            return None
+        kind = self.types[node] if node >= 0 else EntityType.DIRECTORY
+        if kind == EntityType.DIRECTORY:
+            children = self.children.get(node, {})
+            for entry in (f"{name}.py", name, f"{name}.rs"):
+                if entry in children:
+                    child = children[entry]
+                    if self.types[child] == EntityType.DIRECTORY:
+                        init = self.children.get(child, {}).get("__init__.py")
+                        return init if init is not None else child
+                    return child
+            for child in children.values():  # a Go package: its files' definitions
+                package_file = self.files.get(child)
+                go = package_file is not None and package_file.grammar == "go"
+                if go and package_file is not None and name in package_file.top:
+                    return package_file.top[name]
+            return None
+        if kind == EntityType.FILE:
+            scope = self.files[node]
+            if name in scope.top:
+                return scope.top[name]
+            if name in scope.bindings:
+                return scope.bindings[name]
+            if scope.path.endswith("/__init__.py") or scope.path == "__init__.py":
+                parent = self.dir_nodes.get(posixpath.dirname(scope.path), -1)
+                return self.member(parent, name, depth + 1)
+            return None
+        key = self.class_key.get(node)
+        if key is None:
+            return None
+        method = self.members.get(key, {}).get(name)
+        if method is not None:
+            return method
+        for base in self.bases.get(key, []):
+            inherited = self.member(base, name, depth + 1)
+            if inherited is not None:
+                return inherited
+        return None
+
+    def enclosing_class(self, holder: int, parents: Sequence[int]) -> int | None:
+        """The innermost class holding an entity (itself if it is one)."""
+        node = holder
+        while node >= 0 and self.types[node] != EntityType.FILE:
+            if self.types[node] == EntityType.CLASS:
+                return node
+            node = parents[node]
+        return None
+
+    def lookup(self, file: int, holder: int, name: str, parents: Sequence[int]) -> int | None:
+        """What a bare name means in `holder` (an entity, or the file itself)."""
+        scope = self.files[file]
+        if scope.grammar in ("java", "cpp") and holder != file:
+            owner = self.enclosing_class(holder, parents)
+            if owner is not None:
+                found = self.member(owner, name)
+                if found is not None:
+                    return found
+        if name in scope.top:
+            return scope.top[name]
+        if name in scope.bindings:
+            return scope.bindings[name]
+        for wildcard in scope.wildcards:
+            found = self.member(wildcard, name)
+            if found is not None:
+                return found
+        if scope.grammar == "go":
+            return self.member(self.dir_nodes.get(posixpath.dirname(scope.path), -1), name)
+        if scope.grammar == "java":
+            package = self.dir_nodes.get(posixpath.dirname(scope.path), -1)
+            sibling = self.children.get(package, {}).get(f"{name}.java")
+            return None if sibling is None else self.files[sibling].top.get(name)
+        if scope.grammar in _C_FAMILY:
+            defined = self._global.get(name, [])
+            if len(defined) == 1:
+                return defined[0]
+        return None
+
+    def resolve_chain(
+        self, file: int, holder: int, parts: Sequence[str], parents: Sequence[int]
+    ) -> int | None:
+        """What `a.b.c` means in `holder`: the first name looked up, the rest as members."""
+        first = parts[0]
+        if first in _SELF and holder != file:
+            node = self.enclosing_class(holder, parents)
+        else:
+            node = self.lookup(file, holder, first, parents)
+        for part in parts[1:]:
+            if node is None:
+                return None
+            node = self.member(node, part)
+        return node
