@@ -20,6 +20,8 @@ from contracts.research import (
     RepoReaderRequest,
     ResultLimits,
 )
+from worker.cli.exits import ExitCode, for_error
+from worker.cli.graph import add_graph_commands
 from worker.cli.tools import add_tool_commands, run_tool_command
 from worker.config import config_path, default_cache_dir, load_config
 from worker.errors import ConfigError, RepoReaderFailure
@@ -52,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_admin(commands)
     _add_ask(commands)
     add_tool_commands(commands, default_nats=DEFAULT_NATS_URL)
+    add_graph_commands(commands, default_nats=DEFAULT_NATS_URL)
     schema = commands.add_parser("schema", help="write the JSON Schemas of every message")
     schema.add_argument("--out", type=Path, help="file to write (default: stdout)")
     quickstart = commands.add_parser(
@@ -149,45 +152,85 @@ def _add_ask(commands: Any) -> None:
     ask.add_argument("--json", action="store_true", help="print the answer as JSON")
 
 
+class OutputError(Exception):
+    """The output file could not be written."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script."""
+    """Entry point of the console script; exit codes as in `worker.cli.exits`."""
     args = build_parser().parse_args(argv)
     from worker.logs import configure_logging
 
     configure_logging(args.log_level)
     cache = args.cache or default_cache_dir()
     try:
-        match args.command:
-            case "serve":
-                return _serve(args, cache)
-            case "mirror":
-                return _mirror(args, cache)
-            case "admin":
-                return asyncio.run(_admin(args))
-            case "ask":
-                return asyncio.run(_ask(args))
-            case "search" | "read" | "list" | "history" | "churn" | "status":
-                return asyncio.run(run_tool_command(args))
-            case "schema":
-                return _schema(args)
-            case "quickstart":
-                from worker.cli.quickstart import quickstart
-
-                return quickstart(args.path, query=args.query, cache=args.cache)
+        return int(_run(args, cache))
     except ConfigError as exc:
         print(f"repo-reader: config error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.INVALID_ARGUMENTS
     except RepoReaderFailure as exc:
-        print(f"repo-reader: {exc.code.value}: {exc.message}", file=sys.stderr)
+        print(f"repo-reader: {exc.code}: {exc.message}", file=sys.stderr)
         if exc.details:
             print(
                 f"  details: {json.dumps(exc.details, sort_keys=True, default=str)}",
                 file=sys.stderr,
             )
-        return 1
+        return for_error(exc.code)
+    except msgspec.ValidationError as exc:
+        print(f"repo-reader: invalid arguments: {exc}", file=sys.stderr)
+        return ExitCode.INVALID_ARGUMENTS
+    except OutputError as exc:
+        print(f"repo-reader: cannot write the output: {exc}", file=sys.stderr)
+        return ExitCode.IO_ERROR
+    except (OSError, TimeoutError, _nats_errors()) as exc:
+        print(f"repo-reader: the service is unreachable: {exc}", file=sys.stderr)
+        return ExitCode.SERVICE_ERROR
     except KeyboardInterrupt:
         return 130
+
+
+def _nats_errors() -> type[Exception]:
+    from nats.errors import Error
+
+    return Error
+
+
+def _run(args: argparse.Namespace, cache: Path) -> int:
+    match args.command:
+        case "serve":
+            return _serve(args, cache)
+        case "mirror":
+            return _mirror(args, cache)
+        case "admin":
+            return asyncio.run(_admin(args))
+        case "ask":
+            return asyncio.run(_ask(args))
+        case "search" | "read" | "list" | "history" | "churn" | "status":
+            return asyncio.run(run_tool_command(args))
+        case "graph":
+            from worker.cli.graph import run_graph_command
+
+            text, code = asyncio.run(run_graph_command(args))
+            _emit(text, args.out)
+            return code
+        case "schema":
+            return _schema(args)
+        case "quickstart":
+            from worker.cli.quickstart import quickstart
+
+            return quickstart(args.path, query=args.query, cache=args.cache)
     raise AssertionError(args.command)
+
+
+def _emit(text: str, out: str | None) -> None:
+    """Print `text`, or write it to the file `out`."""
+    if out is None:
+        print(text)
+        return
+    try:
+        Path(out).write_text(text + "\n")
+    except OSError as exc:
+        raise OutputError(f"{out}: {exc.strerror or exc}") from None
 
 
 def _serve(args: argparse.Namespace, cache: Path) -> int:
@@ -235,7 +278,7 @@ def _mirror(args: argparse.Namespace, cache: Path) -> int:
                 )
     except SyncError as exc:
         print(f"repo-reader: sync failed: {exc}", file=sys.stderr)
-        return 1
+        return ExitCode.SERVICE_ERROR
     return 0
 
 
@@ -362,7 +405,7 @@ async def _ask(args: argparse.Namespace) -> int:
         )
     except (NoServersError, OSError) as exc:
         print(f"repo-reader: cannot reach NATS at {args.nats}: {exc}", file=sys.stderr)
-        return 1
+        return ExitCode.SERVICE_ERROR
     async with client:
         result = await client.research(request)
     if args.json:
@@ -377,7 +420,7 @@ async def _ask(args: argparse.Namespace) -> int:
             print(f"# {r.repo} @ {r.commit} ({r.ref}) license={r.license or '-'}")
         print()
         print(artifact_lines(result.artifacts) if result.artifacts else "no matching excerpts")
-    return 0
+    return ExitCode.SUCCESS if result.artifacts else ExitCode.NO_RESULTS
 
 
 def _schema(args: argparse.Namespace) -> int:
@@ -385,7 +428,10 @@ def _schema(args: argparse.Namespace) -> int:
 
     text = json.dumps(json_schemas(), indent=2, sort_keys=True) + "\n"
     if args.out:
-        args.out.write_text(text)
+        try:
+            args.out.write_text(text)
+        except OSError as exc:
+            raise OutputError(f"{args.out}: {exc.strerror or exc}") from None
     else:
         sys.stdout.write(text)
     return 0

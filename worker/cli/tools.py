@@ -23,6 +23,7 @@ from contracts.code import (
 from contracts.git import GitChurnRequest, GitChurnResponse, GitHistoryRequest, GitHistoryResponse
 from contracts.repo import RepoStatusRequest, RepoStatusResponse
 from contracts.subjects import Subject
+from worker.cli.exits import ExitCode
 from worker.service.replies import join_batches
 
 TOOL_COMMANDS: Final = ("search", "read", "list", "history", "churn", "status")
@@ -153,7 +154,8 @@ async def run_tool_command(args: argparse.Namespace) -> int:
         print(msgspec.json.format(msgspec.json.encode(answer)).decode())
     else:
         print(_PRINTERS[args.command](answer))
-    return 0
+    empty = items is not None and not getattr(answer, items)
+    return ExitCode.NO_RESULTS if empty and args.command != "list" else ExitCode.SUCCESS
 
 
 def _search_text(answer: Any) -> str:

@@ -78,11 +78,12 @@ def test_read_list_history_churn_and_status(nats_url: str) -> None:
 
 
 def test_refusals_exit_non_zero_with_the_code(nats_url: str) -> None:
-    """A refused request exits 1 with its error code and details on stderr, no traceback."""
+    """A refused request exits with the seed's code (2: arguments, 3: not found), its error code
+    and details on stderr, no traceback."""
     result = cli(nats_url, "read", REPO, "../../etc/passwd")
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "INVALID_REQUEST" in result.stderr
     assert '"field": "path"' in result.stderr
     assert "Traceback" not in result.stderr
     denied = cli(nats_url, "status", "stranger/repo")
-    assert (denied.returncode, "ACCESS_DENIED" in denied.stderr) == (1, True)
+    assert (denied.returncode, "ACCESS_DENIED" in denied.stderr) == (3, True)
