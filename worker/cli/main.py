@@ -55,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ask(commands)
     add_tool_commands(commands, default_nats=DEFAULT_NATS_URL)
     add_graph_commands(commands, default_nats=DEFAULT_NATS_URL)
+    gateway = commands.add_parser("gateway", help="serve the JSON-RPC 2.0 gateway (POST /v1/rpc)")
+    _nats_option(gateway)
+    gateway.add_argument("--host", default="127.0.0.1")
+    gateway.add_argument("--port", type=int, default=9876)
+    gateway.add_argument("--ready-file", type=Path, help="written once listening")
     schema = commands.add_parser("schema", help="write the JSON Schemas of every message")
     schema.add_argument("--out", type=Path, help="file to write (default: stdout)")
     quickstart = commands.add_parser(
@@ -213,6 +218,12 @@ def _run(args: argparse.Namespace, cache: Path) -> int:
             text, code = asyncio.run(run_graph_command(args))
             _emit(text, args.out)
             return code
+        case "gateway":
+            from worker.gateway.serve import serve_gateway
+
+            return serve_gateway(
+                args.nats, host=args.host, port=args.port, ready_file=args.ready_file
+            )
         case "schema":
             return _schema(args)
         case "quickstart":

@@ -16,6 +16,10 @@ from typing import Final
 import structlog
 
 from contracts.admin import (
+    EdgeCounts,
+    EntityCounts,
+    IndexFileError,
+    IndexStats,
     RebuildIndexRequest,
     RebuildIndexResponse,
     RepoSyncResult,
@@ -97,8 +101,31 @@ class MirrorAdmin:
             commit, seconds = self.mirror.rebuild_index(name, request.revision)
         except SyncError as exc:
             raise InternalError(str(exc)) from None
+        report = self.mirror.index_report(name, commit)
         response = RebuildIndexResponse(
-            request_id=context.request_id, repo=name, commit=commit, seconds=round(seconds, 3)
+            request_id=context.request_id,
+            repo=name,
+            commit=commit,
+            seconds=round(seconds, 3),
+            stats=IndexStats(
+                files_indexed=report.files_indexed,
+                entities_found=EntityCounts(
+                    directories=report.entities["directory"],
+                    files=report.entities["file"],
+                    classes=report.entities["class"],
+                    functions=report.entities["function"],
+                ),
+                edges_created=EdgeCounts(
+                    contain=report.edges["contain"],
+                    import_=report.edges["import"],
+                    invoke=report.edges["invoke"],
+                    inherit=report.edges["inherit"],
+                ),
+                build_time_ms=round((seconds + report.graph_seconds) * 1000, 1),
+            ),
+            file_errors=tuple(
+                IndexFileError(file_path=path, error=why) for path, why in report.file_errors
+            ),
         )
         return Reply(
             messages=[context.encode(response)], summary={"repos": [name], "commit": commit}

@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 import pygit2
@@ -32,6 +33,9 @@ from worker.config import (
 from worker.errors import ConfigError, RevisionNotFound
 from worker.licenses import LicenseInfo, LicenseResolver
 from worker.repos.catalog import resolve_revision
+
+if TYPE_CHECKING:
+    from worker.mirror.index_report import IndexReport
 from worker.repos.layout import (
     CacheLayout,
     IdentifiedLicenses,
@@ -210,6 +214,22 @@ class Mirror:
             if commit == state.head:
                 self.layout.write_state(msgspec.structs.replace(state, indexed_commit=commit))
         return commit, time.monotonic() - started
+
+    def index_report(self, name: str, commit: str) -> IndexReport:
+        """What the stored index of `commit` holds (its graph's counts, files left out)."""
+        from worker.mirror.index_report import index_report
+
+        entry = self.config.repo(name)
+        if entry is None:
+            raise SyncError(f"{name} is not registered in {self.config_file}")
+        repo = pygit2.Repository(str(self.layout.repo_dir(entry.name)))
+        return index_report(
+            self.layout.root,
+            entry.name,
+            repo,
+            commit,
+            max_blob_bytes=self.config.server.max_blob_bytes,
+        )
 
     def _identify_licenses(
         self, name: str, repo: pygit2.Repository, head: str

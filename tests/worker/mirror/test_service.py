@@ -98,7 +98,8 @@ def test_admin_sync_fetches_new_commits(
 def test_admin_rebuild_index(
     nats_server: EmbeddedNats, mirror_process: MirrorProcess, source: tuple[Path, str]
 ) -> None:
-    """admin.rebuild_index re-indexes the head, or a pinned revision; unknown ones are refused."""
+    """admin.rebuild_index re-indexes the head (answering seed 003's stats), or a pinned
+    revision; unknown ones are refused."""
     _, head = source
     done = asyncio.run(
         call(
@@ -109,6 +110,12 @@ def test_admin_rebuild_index(
         )
     )
     assert done.commit == head
+    assert done.stats is not None
+    assert done.stats.files_indexed == 4  # LICENSE, README.md and two modules
+    assert done.stats.entities_found.classes == 2  # Router, ConfigError
+    assert done.stats.entities_found.functions == 4
+    assert done.stats.edges_created.contain > 0
+    assert done.stats.build_time_ms > 0
     with pytest.raises(RevisionNotFound):
         asyncio.run(
             call(

@@ -10,19 +10,29 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from worker.index.analysis.grammars import grammar_of
 from worker.index.store.segment import Segment
-from worker.index.views.graph.model import CommitGraph, Edges, EntityType, Relation, entity_type
+from worker.index.views.graph.model import (
+    CommitGraph,
+    Edges,
+    EntityType,
+    NodeIds,
+    Relation,
+    entity_type,
+)
 from worker.index.views.graph.scope import Scopes
 from worker.index.views.text import CommitIndex
 
 _SEPARATORS: Final = re.compile(r"\.|::|->")
+I64 = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,228 +44,428 @@ class GraphBuild:
     files: int
 
 
-class _Columns:
-    """A segment's entities and references as Python lists, read once per segment."""
+class _Gathered:
+    """The entities and references of every path of a commit, as arrays in node order.
 
-    def __init__(self, segment: Segment) -> None:
-        entities, references = segment.tables.entities, segment.tables.references
-        self.entity_start = segment.blob_entity_start.tolist()
-        self.entity_count = segment.blob_entity_count.tolist()
-        self.reference_start = segment.blob_reference_start.tolist()
-        self.reference_count = segment.blob_reference_count.tolist()
-        self.n_lines = segment.tables.blobs.column("n_lines").to_pylist()
-        self.parent = entities.column("parent").to_pylist()
-        self.start_line = entities.column("start_line").to_pylist()
-        self.end_line = entities.column("end_line").to_pylist()
-        self.name = entities.column("name").to_pylist()
-        self.kind = _decoded(entities.column("kind"))
-        self.holder = references.column("entity").to_pylist()
-        self.relation = _decoded(references.column("relation"))
-        self.target = references.column("target").to_pylist()
-        self.imported = references.column("name").to_pylist()
-        self.alias = references.column("alias").to_pylist()
+    Entities are numbered after directories and files, path by path in path order, each
+    path's in pre-order (as its blob's analysis stored them).
+    """
+
+    def __init__(self, index: CommitIndex, first_entity: int, file_node: I64) -> None:
+        segments = index.segments
+        seg_of_path = index.path_segment.astype(np.int64)
+        blob_of_path = index.path_blob.astype(np.int64)
+        n_paths = len(seg_of_path)
+        self.n_lines = np.zeros(n_paths, dtype=np.int64)
+        entity_parts: list[tuple[I64, I64, I64, int]] = []
+        reference_parts: list[tuple[I64, I64, int]] = []
+        for seg_index, segment in enumerate(segments):
+            rows = np.flatnonzero(seg_of_path == seg_index)
+            if not len(rows):
+                continue
+            blobs = blob_of_path[rows]
+            lines = segment.tables.blobs.column("n_lines").to_numpy()
+            self.n_lines[rows] = lines[blobs]
+            for starts, counts, parts in (
+                (segment.blob_entity_start, segment.blob_entity_count, entity_parts),
+                (segment.blob_reference_start, segment.blob_reference_count, reference_parts),
+            ):
+                start = starts[blobs].astype(np.int64)
+                count = counts[blobs].astype(np.int64)
+                owner = np.repeat(rows, count)
+                within = _ranges(count)
+                picked = np.repeat(start, count) + within
+                if parts is entity_parts:
+                    entity_parts.append((owner, picked, within, seg_index))
+                else:
+                    reference_parts.append((owner, picked, seg_index))
+        self._entities(segments, blob_of_path, _concat_parts(entity_parts), first_entity, file_node)
+        self._references(segments, blob_of_path, _concat_parts_2(reference_parts), file_node)
+
+    def _entities(
+        self,
+        segments: Sequence[Segment],
+        blob_of_path: I64,
+        parts: tuple[I64, I64, I64, I64],
+        first_entity: int,
+        file_node: I64,
+    ) -> None:
+        # By path row (stable: each path's in their stored order).
+        owner, picked, within, seg = parts
+        order = np.argsort(owner, kind="stable")
+        owner, picked, within, seg = owner[order], picked[order], within[order], seg[order]
+        self.entity_path = owner
+        n = len(owner)
+        self.first_entity = first_entity
+        nodes = first_entity + np.arange(n, dtype=np.int64)
+        # Each path's first entity node: where its run starts.
+        run_start = np.zeros(n, dtype=np.int64)
+        if n:
+            new_run = np.ones(n, dtype=bool)
+            new_run[1:] = owner[1:] != owner[:-1]
+            starts = np.flatnonzero(new_run)
+            run_start = np.repeat(nodes[starts], np.diff(np.append(starts, n)))
+        parent = np.full(n, -1, dtype=np.int64)
+        start_line = np.zeros(n, dtype=np.int64)
+        end_line = np.zeros(n, dtype=np.int64)
+        kinds: list[pa.Array] = []
+        names: list[pa.Array] = []
+        position = np.zeros(n, dtype=np.int64)
+        offset = 0
+        for seg_index, segment in enumerate(segments):
+            mine = np.flatnonzero(seg == seg_index)
+            if not len(mine):
+                continue
+            table = segment.tables.entities
+            rows = picked[mine]
+            local_parent = table.column("parent").to_numpy()[rows].astype(np.int64)
+            first_of_blob = segment.blob_entity_start[blob_of_path[owner[mine]]].astype(np.int64)
+            parent[mine] = np.where(
+                local_parent >= 0, run_start[mine] + (local_parent - first_of_blob), -1
+            )
+            start_line[mine] = table.column("start_line").to_numpy()[rows]
+            end_line[mine] = table.column("end_line").to_numpy()[rows]
+            taken = pa.array(rows)
+            names.append(table.column("name").take(taken).combine_chunks())
+            kinds.append(_decoded_array(table.column("kind")).take(taken))
+            position[offset : offset + len(mine)] = mine
+            offset += len(mine)
+        back = np.argsort(position[:offset], kind="stable")
+        self.entity_parent = np.where(parent >= 0, parent, file_node[owner])
+        self.entity_top = parent < 0
+        self.start_line = start_line
+        self.end_line = end_line
+        self.names: list[str] = (
+            pa.concat_arrays(names).take(pa.array(back)).to_pylist() if names else []
+        )
+        kind_list = pa.concat_arrays(kinds).take(pa.array(back)).to_pylist() if kinds else []
+        self.types = np.asarray([entity_type(k) for k in kind_list], dtype=np.uint8)
+
+    def _references(
+        self,
+        segments: Sequence[Segment],
+        blob_of_path: I64,
+        parts: tuple[I64, I64, I64],
+        file_node: I64,
+    ) -> None:
+        # By path row; holders become nodes.
+        first_entity = self.first_entity
+        r_owner, r_picked, r_seg = parts
+        order = np.argsort(r_owner, kind="stable")
+        r_owner, r_picked, r_seg = r_owner[order], r_picked[order], r_seg[order]
+        self.reference_path = r_owner
+        holder = np.zeros(len(r_owner), dtype=np.int64)
+        relation = np.zeros(len(r_owner), dtype=np.uint8)
+        columns: dict[str, list[pa.Array]] = {"target": [], "name": [], "alias": []}
+        position = np.zeros(len(r_owner), dtype=np.int64)
+        offset = 0
+        for seg_index, segment in enumerate(segments):
+            mine = np.flatnonzero(r_seg == seg_index)
+            if not len(mine):
+                continue
+            table = segment.tables.references
+            rows = r_picked[mine]
+            local = table.column("entity").to_numpy()[rows].astype(np.int64)
+            first_of_blob = segment.blob_entity_start[blob_of_path[r_owner[mine]]].astype(np.int64)
+            # The holder's node: its path's first entity node plus its place in the blob.
+            first_node = np.searchsorted(self.entity_path, r_owner[mine]) + first_entity
+            holder[mine] = np.where(
+                local >= 0, first_node + (local - first_of_blob), file_node[r_owner[mine]]
+            )
+            relation_column = table.column("relation")
+            codes = _relation_codes(relation_column)
+            relation[mine] = codes[rows]
+            taken = pa.array(rows)
+            for name, pieces in columns.items():
+                pieces.append(table.column(name).take(taken).combine_chunks())
+            position[offset : offset + len(mine)] = mine
+            offset += len(mine)
+        back = pa.array(np.argsort(position[:offset], kind="stable"))
+        self.holder = holder
+        self.relation = relation
+        self.target = _joined(columns["target"], back)
+        self.imported = _joined(columns["name"], back)
+        self.alias = _joined(columns["alias"], back)
 
 
-def _decoded(column: pa.ChunkedArray) -> list[Any]:
+def _ranges(count: I64) -> I64:
+    """0..count-1 for each count, concatenated."""
+    total = int(count.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.repeat(np.cumsum(count) - count, count)
+    return np.arange(total, dtype=np.int64) - starts
+
+
+def _concat_parts(parts: list[tuple[I64, I64, I64, int]]) -> tuple[I64, I64, I64, I64]:
+    empty = np.zeros(0, dtype=np.int64)
+    return (
+        np.concatenate([empty] + [p[0] for p in parts]),
+        np.concatenate([empty] + [p[1] for p in parts]),
+        np.concatenate([empty] + [p[2] for p in parts]),
+        np.concatenate([empty] + [np.full(len(p[0]), p[3], np.int64) for p in parts]),
+    )
+
+
+def _concat_parts_2(parts: list[tuple[I64, I64, int]]) -> tuple[I64, I64, I64]:
+    empty = np.zeros(0, dtype=np.int64)
+    return (
+        np.concatenate([empty] + [p[0] for p in parts]),
+        np.concatenate([empty] + [p[1] for p in parts]),
+        np.concatenate([empty] + [np.full(len(p[0]), p[2], np.int64) for p in parts]),
+    )
+
+
+def _decoded_array(column: pa.ChunkedArray) -> pa.Array:
     array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
     if pa.types.is_dictionary(array.type):
         array = array.dictionary_decode()
-    return array.to_pylist()  # type: ignore[no-any-return]
+    return array
 
 
-class _Nodes:
-    """Nodes as they are added, and the edges found so far (contain edges as nodes come)."""
-
-    def __init__(self) -> None:
-        self.ids: list[str] = []
-        self.names: list[str] = []
-        self.types: list[int] = []
-        self.paths: list[str] = []
-        self.start: list[int] = []
-        self.end: list[int] = []
-        self.parent: list[int] = []
-        self.edges: set[tuple[int, int, int]] = set()
-
-    def add(
-        self,
-        node_id: str,
-        name: str,
-        *,
-        kind: EntityType,
-        path: str,
-        lines: tuple[int, int],
-        parent: int,
-    ) -> int:
-        node = len(self.ids)
-        self.ids.append(node_id)
-        self.names.append(name)
-        self.types.append(int(kind))
-        self.paths.append(path)
-        self.start.append(lines[0])
-        self.end.append(lines[1])
-        self.parent.append(parent)
-        if parent >= 0:
-            self.edges.add((parent, node, Relation.CONTAIN))
-        return node
-
-    def graph(self) -> CommitGraph:
-        """The finished graph, edges in (source, target, relation) order."""
-        table = np.asarray(sorted(self.edges), dtype=np.int32).reshape(-1, 3)
-        return CommitGraph(
-            ids=self.ids,
-            names=self.names,
-            types=np.asarray(self.types, dtype=np.uint8),
-            paths=self.paths,
-            start_line=np.asarray(self.start, dtype=np.int32),
-            end_line=np.asarray(self.end, dtype=np.int32),
-            edges=Edges(
-                source=np.ascontiguousarray(table[:, 0]),
-                target=np.ascontiguousarray(table[:, 1]),
-                relation=table[:, 2].astype(np.uint8),
-            ),
-        )
+def _relation_codes(column: pa.ChunkedArray) -> npt.NDArray[np.uint8]:
+    """Each row's relation as `Relation` (the stored names mapped)."""
+    array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if not pa.types.is_dictionary(array.type):
+        array = array.dictionary_encode()
+    by_name = {"import": Relation.IMPORT, "invoke": Relation.INVOKE, "inherit": Relation.INHERIT}
+    names: list[str] = array.dictionary.to_pylist()
+    mapping = np.asarray([int(by_name[v]) for v in names] or [0], dtype=np.uint8)
+    codes: npt.NDArray[np.uint8] = mapping[
+        array.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    ]
+    return codes
 
 
-_Held = tuple[int, int, str, str, str | None, str | None]
-"""A reference: its file, its holder (an entity or the file), relation, target, name, alias."""
+def _joined(parts: list[pa.Array], back: pa.Array) -> list[str | None]:
+    if not parts:
+        return []
+    return pa.concat_arrays(parts).take(back).to_pylist()  # type: ignore[no-any-return]
 
 
 def build_graph(index: CommitIndex) -> GraphBuild:
     """The entity graph of the commit an index is of."""
     started = time.perf_counter()
     paths: list[str] = index.path_column.to_pylist()
-    columns: dict[int, _Columns] = {}
-    for seg in sorted(set(index.path_segment.tolist())):
-        columns[seg] = _Columns(index.segments[seg])
-    nodes = _Nodes()
-    dir_nodes = _directories(nodes, paths)
-    file_nodes: dict[str, int] = {}
-    for row, path in enumerate(paths):
-        cols = columns[int(index.path_segment[row])]
-        directory, _, name = path.rpartition("/")
-        file_nodes[path] = nodes.add(
-            path,
-            name,
-            kind=EntityType.FILE,
-            path=path,
-            lines=(1, cols.n_lines[int(index.path_blob[row])]),
-            parent=dir_nodes.get(directory, -1),
-        )
+    found = {p.rsplit("/", i)[0] for p in paths for i in range(1, p.count("/") + 1)}
+    directories = sorted(found)
+    dir_nodes = {d: i for i, d in enumerate(directories)}
+    n_dirs = len(directories)
+    file_nodes = {p: n_dirs + i for i, p in enumerate(paths)}
+    file_node = n_dirs + np.arange(len(paths), dtype=np.int64)
+    data = _Gathered(index, n_dirs + len(paths), file_node)
+    dir_parent = [dir_nodes.get(d.rpartition("/")[0], -1) for d in directories]
+    file_parent = [dir_nodes.get(p.rpartition("/")[0], -1) for p in paths]
+    types = np.concatenate(
+        [
+            np.full(n_dirs, EntityType.DIRECTORY, np.uint8),
+            np.full(len(paths), EntityType.FILE, np.uint8),
+            data.types,
+        ]
+    )
+    parents = np.concatenate(
+        [np.asarray(dir_parent + file_parent, dtype=np.int64), data.entity_parent]
+    )
+    names = [d.rpartition("/")[2] for d in directories]
+    names += [p.rpartition("/")[2] for p in paths]
+    names += data.names
+    node_paths = directories + paths
+    grammars = {path: grammar_of(path) for path in paths}
+    entity_bounds = np.searchsorted(data.entity_path, np.arange(len(paths) + 1))
+    first = data.first_entity
+    type_list: list[int] = types.tolist()
+    parent_list: list[int] = parents.tolist()
+
+    def entities_of(file: int) -> list[tuple[int, str, bool]]:
+        row = file - n_dirs
+        lo, hi = int(entity_bounds[row]), int(entity_bounds[row + 1])
+        return [(first + e, data.names[e], bool(data.entity_top[e])) for e in range(lo, hi)]
+
+    def file_of(node: int) -> int:
+        return n_dirs + int(data.entity_path[node - first]) if node >= first else node
+
+    def global_definitions() -> dict[str, list[int]]:
+        found: dict[str, list[int]] = {}
+        c_family = np.asarray([grammars[p] in ("c", "cpp") for p in paths] + [False], dtype=bool)
+        mine = np.flatnonzero(data.entity_top & c_family[data.entity_path])
+        for e in mine.tolist():
+            found.setdefault(data.names[e], []).append(first + e)
+        return found
+
     scopes = Scopes(
-        types=nodes.types,
+        types=type_list,
         file_nodes=file_nodes,
         dir_nodes=dir_nodes,
-        grammars={path: grammar_of(path) for path in paths},
+        grammars=grammars,
+        entities_of=entities_of,
+        file_of=file_of,
+        global_definitions=global_definitions,
     )
-    held: list[_Held] = []
-    for row, path in enumerate(paths):
-        cols = columns[int(index.path_segment[row])]
-        _add_entities(
-            nodes,
+    edge_parts = [_contain_edges(parents)]
+    edge_parts.append(
+        _resolve(
             scopes,
-            cols,
-            held,
-            blob=int(index.path_blob[row]),
-            path=path,
-            file=file_nodes[path],
+            data,
+            file_node=file_node,
+            types=type_list,
+            parents=parent_list,
+            grammars=grammars,
+            paths=paths,
         )
-    _resolve(nodes, scopes, held)
-    return GraphBuild(nodes.graph(), time.perf_counter() - started, len(paths))
+    )
+    edges = np.unique(np.concatenate(edge_parts))
+    graph = CommitGraph(
+        ids=NodeIds(node_paths, n_dirs, data.entity_path, data.names),
+        names=names,
+        types=types,
+        paths=node_paths + [paths[r] for r in data.entity_path.tolist()],
+        start_line=np.concatenate(
+            [
+                np.zeros(n_dirs, np.int32),
+                np.ones(len(paths), np.int32),
+                data.start_line.astype(np.int32),
+            ]
+        ),
+        end_line=np.concatenate(
+            [
+                np.zeros(n_dirs, np.int32),
+                data.n_lines.astype(np.int32),
+                data.end_line.astype(np.int32),
+            ]
+        ),
+        edges=Edges(
+            source=(edges >> _SOURCE_SHIFT).astype(np.int32),
+            target=((edges >> _TARGET_SHIFT) & _NODE_MASK).astype(np.int32),
+            relation=(edges & 3).astype(np.uint8),
+        ),
+    )
+    return GraphBuild(graph, time.perf_counter() - started, len(paths))
 
 
-def _directories(nodes: _Nodes, paths: list[str]) -> dict[str, int]:
-    """A node for every directory holding a path, parents first."""
-    found = {p.rsplit("/", i)[0] for p in paths for i in range(1, p.count("/") + 1)}
-    dir_nodes: dict[str, int] = {}
-    for directory in sorted(found):
-        parent, _, name = directory.rpartition("/")
-        dir_nodes[directory] = nodes.add(
-            directory,
-            name,
-            kind=EntityType.DIRECTORY,
-            path=directory,
-            lines=(0, 0),
-            parent=dir_nodes.get(parent, -1),
-        )
-    return dir_nodes
+_TARGET_SHIFT: Final = 2
+_SOURCE_SHIFT: Final = 33
+_NODE_MASK: Final = (1 << 31) - 1
 
 
-def _add_entities(
-    nodes: _Nodes,
+def _edge_keys(source: I64, target: I64, relation: int | I64) -> I64:
+    """Edges as sortable keys: (source, target, relation) in one int64."""
+    return (source << _SOURCE_SHIFT) | (target << _TARGET_SHIFT) | relation
+
+
+def _contain_edges(parents: I64) -> I64:
+    children = np.flatnonzero(parents >= 0)
+    return _edge_keys(parents[children], children.astype(np.int64), int(Relation.CONTAIN))
+
+
+def _resolve(
     scopes: Scopes,
-    cols: _Columns,
-    held: list[_Held],
+    data: _Gathered,
     *,
-    blob: int,
-    path: str,
-    file: int,
-) -> None:
-    """A file's definitions as nodes, and its references as held by them."""
-    first = cols.entity_start[blob]
-    node_of: dict[int, int] = {}
-    used: dict[str, int] = {}
-    for e in range(first, first + cols.entity_count[blob]):
-        qualified = cols.name[e]
-        seen = used.get(qualified, 0) + 1
-        used[qualified] = seen
-        parent = cols.parent[e]
-        node = nodes.add(
-            f"{path}:{qualified}" + ("" if seen == 1 else f"#{seen}"),
-            qualified,
-            kind=entity_type(cols.kind[e]),
-            path=path,
-            lines=(cols.start_line[e], cols.end_line[e]),
-            parent=node_of.get(parent, file),
-        )
-        node_of[e] = node
-        scopes.add_entity(file, node, qualified, top_level=parent < 0)
-    first = cols.reference_start[blob]
-    for r in range(first, first + cols.reference_count[blob]):
-        held.append(
-            (
-                file,
-                node_of.get(cols.holder[r], file),
-                cols.relation[r],
-                cols.target[r],
-                cols.imported[r],
-                cols.alias[r],
-            )
-        )
-
-
-def _resolve(nodes: _Nodes, scopes: Scopes, held: list[_Held]) -> None:
-    """Imports first (they bind names), then bases (methods are inherited), then calls."""
-    edges = nodes.edges
-    for file, _, relation, target, name, alias in held:
-        if relation == "import":
-            found, bound = _IMPORTS.get(scopes.files[file].grammar or "", _no_import)(
-                scopes, file, target, name, alias
-            )
-            if found is None or found < 0:
-                continue
-            if bound and bound != "*":
-                scopes.files[file].bindings.setdefault(bound, found)
-            if found != file:
-                edges.add((file, found, Relation.IMPORT))
-    parents = nodes.parent
-    for file, holder, relation, target, _, _ in held:
-        if relation == "inherit":
-            base = scopes.resolve_chain(file, file, _SEPARATORS.split(target), parents)
-            if base is not None and nodes.types[base] == EntityType.CLASS and base != holder:
-                edges.add((holder, base, Relation.INHERIT))
-                key = scopes.class_key.get(holder)
-                if key is not None:
-                    scopes.bases[key].append(base)
-    callable_types = (EntityType.FUNCTION, EntityType.CLASS)
-    for file, holder, relation, target, _, _ in held:
-        if relation != "invoke":
+    file_node: I64,
+    types: list[int],
+    parents: list[int],
+    grammars: dict[str, str | None],
+    paths: list[str],
+) -> I64:
+    """Edge keys of every reference that resolves: imports first (they bind names), then
+    bases (methods are inherited), then calls. A plain name called in C is looked up in its
+    file, then among the definitions of the whole repository, for all calls at once."""
+    relation = data.relation
+    owner_file = file_node[data.reference_path].tolist()
+    holders = data.holder.tolist()
+    sources: list[int] = []
+    targets: list[int] = []
+    kinds: list[int] = []
+    for r in np.flatnonzero(relation == Relation.IMPORT).tolist():
+        file = owner_file[r]
+        reader = _IMPORTS.get(scopes.files[file].grammar or "", _no_import)
+        found, bound = reader(scopes, file, data.target[r] or "", data.imported[r], data.alias[r])
+        if found is None or found < 0:
             continue
+        if bound and bound != "*":
+            scopes.files[file].bindings.setdefault(bound, found)
+        if found != file:
+            sources.append(file)
+            targets.append(found)
+            kinds.append(Relation.IMPORT)
+    for r in np.flatnonzero(relation == Relation.INHERIT).tolist():
+        file, holder = owner_file[r], holders[r]
+        base = scopes.resolve_chain(file, file, _SEPARATORS.split(data.target[r] or ""), parents)
+        if base is not None and types[base] == EntityType.CLASS and base != holder:
+            sources.append(holder)
+            targets.append(base)
+            kinds.append(Relation.INHERIT)
+            key = scopes.class_of(holder)
+            if key is not None:
+                scopes.bases[key].append(base)
+    calls = np.flatnonzero(relation == Relation.INVOKE)
+    is_c = np.asarray([grammars[p] == "c" for p in paths] + [False], dtype=bool)
+    call_targets = [data.target[r] or "" for r in calls.tolist()]
+    plain = np.fromiter(
+        (not ("." in t or ":" in t or "-" in t) for t in call_targets),
+        dtype=bool,
+        count=len(call_targets),
+    )
+    vector = plain & is_c[data.reference_path[calls]]
+    callable_types = (EntityType.FUNCTION, EntityType.CLASS)
+    for i in np.flatnonzero(~vector).tolist():
+        r = int(calls[i])
+        target = call_targets[i]
         parts = _SEPARATORS.split(target)
         if "->" in target and parts[0] != "this":
             continue
-        callee = scopes.resolve_chain(file, holder, parts, parents)
-        if callee is not None and nodes.types[callee] in callable_types:
-            edges.add((holder, callee, Relation.INVOKE))
+        callee = scopes.resolve_chain(owner_file[r], holders[r], parts, parents)
+        if callee is not None and types[callee] in callable_types:
+            sources.append(holders[r])
+            targets.append(callee)
+            kinds.append(Relation.INVOKE)
+    looped = _edge_keys(
+        np.asarray(sources, dtype=np.int64),
+        np.asarray(targets, dtype=np.int64),
+        np.asarray(kinds, dtype=np.int64),
+    )
+    picked = np.flatnonzero(vector)
+    resolved = _c_calls(
+        data,
+        is_c,
+        data.reference_path[calls[picked]],
+        [call_targets[i] for i in picked.tolist()],
+    )
+    hit = resolved >= 0
+    c_edges = _edge_keys(data.holder[calls[picked]][hit], resolved[hit], int(Relation.INVOKE))
+    return np.concatenate([looped, c_edges])
+
+
+def _c_calls(data: _Gathered, is_c: npt.NDArray[np.bool_], path_rows: I64, names: list[str]) -> I64:
+    """The definition each plain C call names: in its own file, else the only one there is."""
+    codes: dict[str, int] = {}
+    call_code = np.fromiter(
+        (codes.setdefault(n, len(codes)) for n in names), dtype=np.int64, count=len(names)
+    )
+    top = np.flatnonzero(data.entity_top & is_c[data.entity_path])
+    top_names = [data.names[e] for e in top.tolist()]
+    known = np.fromiter((codes.get(n, -1) for n in top_names), dtype=np.int64, count=len(top))
+    defined = top[known >= 0]
+    defined_code = known[known >= 0]
+    n_codes = max(len(codes), 1)
+    resolved = np.full(len(names), -1, dtype=np.int64)
+    if not len(defined):
+        return resolved
+    # The only definition of a name anywhere.
+    count = np.bincount(defined_code, minlength=n_codes)
+    only = np.full(n_codes, -1, dtype=np.int64)
+    single = count[defined_code] == 1
+    only[defined_code[single]] = defined[single] + data.first_entity
+    resolved = only[call_code]
+    # A definition in the caller's own file comes first (the first of its name there).
+    file_key = data.entity_path[defined] * n_codes + defined_code
+    order = np.argsort(file_key, kind="stable")
+    sorted_key = file_key[order]
+    call_key = path_rows * n_codes + call_code
+    at = np.minimum(np.searchsorted(sorted_key, call_key), len(sorted_key) - 1)
+    same_file = sorted_key[at] == call_key
+    resolved[same_file] = defined[order[at[same_file]]] + data.first_entity
+    return resolved
 
 
 _Resolved = tuple[int | None, str | None]
@@ -324,11 +534,11 @@ def _java_import(
         return package, None
     found = scopes.file_by_suffix(scope.path, f"{folder}/{name}.java")
     if found is not None:
-        return scopes.files[found].top.get(name or "", found), name
+        return scopes.scope(found).top.get(name or "", found), name
     owner = scopes.file_by_suffix(scope.path, f"{folder}.java")  # import static a.B.m
     if owner is None:
         return None, None
-    cls = scopes.files[owner].top.get(folder.rsplit("/", 1)[-1])
+    cls = scopes.scope(owner).top.get(folder.rsplit("/", 1)[-1])
     return scopes.member(cls, name or ""), name
 
 

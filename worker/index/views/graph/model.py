@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -83,6 +83,89 @@ def entity_type(kind: str) -> EntityType:
     return EntityType.CLASS if kind in CLASS_KINDS else EntityType.FUNCTION
 
 
+class NodeIds(Sequence[str]):
+    """Every node's id, made when asked for: a path, or `path:Qualified.name` (`#k` for the
+    k-th definition of one name in a file, from the second on)."""
+
+    def __init__(
+        self, plain: list[str], n_dirs: int, entity_path: I64, entity_names: list[str]
+    ) -> None:
+        self._plain = plain
+        self._n_dirs = n_dirs
+        self._entity_path = entity_path
+        self._names = entity_names
+        self._plain_row = {path: row for row, path in enumerate(plain)}
+        n_files = len(plain) - n_dirs
+        self._bounds = np.searchsorted(entity_path, np.arange(n_files + 1))
+        self._rank: list[int] | None = None
+        self._by_file: dict[int, dict[str, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._plain) + len(self._names)
+
+    def __getitem__(self, node: int) -> str:  # type: ignore[override]
+        if node < len(self._plain):
+            return self._plain[node]
+        entity = node - len(self._plain)
+        path = self._plain[self._n_dirs + int(self._entity_path[entity])]
+        rank = self._ranks()[entity]
+        return f"{path}:{self._names[entity]}" + (f"#{rank + 1}" if rank else "")
+
+    def __iter__(self) -> Iterator[str]:
+        return (self[node] for node in range(len(self)))
+
+    def _ranks(self) -> list[int]:
+        """Each entity's rank among the definitions of its name in its file."""
+        if self._rank is None:
+            codes: dict[str, int] = {}
+            code = np.fromiter(
+                (codes.setdefault(n, len(codes)) for n in self._names),
+                dtype=np.int64,
+                count=len(self._names),
+            )
+            key = self._entity_path.astype(np.int64) * max(len(codes), 1) + code
+            order = np.argsort(key, kind="stable")
+            ordered = key[order]
+            group_start = np.zeros(len(ordered), dtype=np.int64)
+            if len(ordered):
+                new = np.ones(len(ordered), dtype=bool)
+                new[1:] = ordered[1:] != ordered[:-1]
+                starts = np.flatnonzero(new)
+                group_start = np.repeat(starts, np.diff(np.append(starts, len(ordered))))
+            rank = np.empty(len(ordered), dtype=np.int64)
+            rank[order] = np.arange(len(ordered)) - group_start
+            self._rank = rank.tolist()
+        return self._rank
+
+    def row(self, node_id: str) -> int | None:
+        """The node with this id, or None."""
+        found = self._plain_row.get(node_id)
+        if found is not None:
+            return found
+        at = node_id.find(":")
+        while at > 0:
+            file_row = self._plain_row.get(node_id[:at])
+            if file_row is not None and file_row >= self._n_dirs:
+                entity = self._in_file(file_row - self._n_dirs).get(node_id[at + 1 :])
+                if entity is not None:
+                    return entity
+            at = node_id.find(":", at + 1)
+        return None
+
+    def _in_file(self, path_row: int) -> dict[str, int]:
+        table = self._by_file.get(path_row)
+        if table is None:
+            lo, hi = int(self._bounds[path_row]), int(self._bounds[path_row + 1])
+            ranks = self._ranks()
+            base = len(self._plain)
+            table = {
+                self._names[e] + (f"#{ranks[e] + 1}" if ranks[e] else ""): base + e
+                for e in range(lo, hi)
+            }
+            self._by_file[path_row] = table
+        return table
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
     """A node reached by a traversal: how far, and the edge it was first reached by."""
@@ -108,7 +191,7 @@ class CommitGraph:
     def __init__(
         self,
         *,
-        ids: list[str],
+        ids: Sequence[str],
         names: list[str],
         types: U8,
         paths: list[str],
@@ -126,7 +209,9 @@ class CommitGraph:
         self.end_line = end_line
         """1-based, inclusive; 0 for directories (files span all their lines)."""
         self.edges = edges
-        self._row = {node_id: row for row, node_id in enumerate(ids)}
+        self._row = (
+            ids.row if isinstance(ids, NodeIds) else {i: row for row, i in enumerate(ids)}.get
+        )
         n = len(ids)
         self._out = _offsets(edges.source, n)
         by_target = np.lexsort((edges.source, edges.relation, edges.target))
@@ -140,7 +225,7 @@ class CommitGraph:
 
     def node(self, node_id: str) -> int | None:
         """The row of a node id, or None."""
-        return self._row.get(node_id)
+        return self._row(node_id)
 
     def outgoing(self, node: int) -> range:
         """The edge rows leaving a node."""

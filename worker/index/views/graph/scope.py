@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import posixpath
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -46,8 +46,15 @@ class Scopes:
         file_nodes: dict[str, int],
         dir_nodes: dict[str, int],
         grammars: dict[str, str | None],
+        entities_of: Callable[[int], Iterable[tuple[int, str, bool]]],
+        file_of: Callable[[int], int],
+        global_definitions: Callable[[], dict[str, list[int]]],
     ) -> None:
         self.types = types
+        self._entities_of = entities_of
+        self._file_of = file_of
+        self._global_definitions = global_definitions
+        self._loaded: set[int] = set()
         self.file_nodes = file_nodes
         self.dir_nodes = dir_nodes
         self.files: dict[int, FileScope] = {
@@ -59,7 +66,7 @@ class Scopes:
         self.bases: dict[tuple[int, str], list[int]] = defaultdict(list)
         self.children: dict[int, dict[str, int]] = defaultdict(dict)
         """A directory's files and subdirectories by name."""
-        self._global: dict[str, list[int]] = defaultdict(list)
+        self._global: dict[str, list[int]] | None = None
         self._python_modules: dict[str, list[int]] = defaultdict(list)
         for path, node in file_nodes.items():
             parent, _, name = path.rpartition("/")
@@ -73,20 +80,31 @@ class Scopes:
             parent, _, name = path.rpartition("/")
             self.children[dir_nodes[parent] if parent else -1][name] = node
 
-    def add_entity(self, file: int, node: int, qualified: str, top_level: bool) -> None:
+    def scope(self, file: int) -> FileScope:
+        """A file's scope, its definitions read in on first use."""
+        found = self.files[file]
+        if file not in self._loaded:
+            self._loaded.add(file)
+            for node, qualified, top_level in self._entities_of(file):
+                self._add_entity(found, node, qualified, top_level)
+        return found
+
+    def _add_entity(self, scope: FileScope, node: int, qualified: str, top_level: bool) -> None:
         """Record a definition: its file's top level, or a member of its class."""
-        scope = self.files[file]
         owner, _, name = qualified.rpartition(".")
         if "::" in name:  # C++ `void Foo::bar()` defined outside its class
             owner, _, name = qualified.rpartition("::")
         if top_level and not owner:
             scope.top.setdefault(name, node)
-            if scope.grammar in _C_FAMILY or scope.grammar == "go":
-                self._global[name].append(node)
         elif owner:
-            self.members[(file, owner)].setdefault(name, node)
+            self.members[(scope.node, owner)].setdefault(name, node)
         if self.types[node] == EntityType.CLASS:
-            self.class_key[node] = (file, qualified)
+            self.class_key[node] = (scope.node, qualified)
+
+    def class_of(self, node: int) -> tuple[int, str] | None:
+        """The (file, qualified name) key of a class node, its file read in."""
+        self.scope(self._file_of(node))
+        return self.class_key.get(node)
 
     # Modules ---------------------------------------------------------------------------
 
@@ -215,12 +233,13 @@ class Scopes:
                     return child
             for child in children.values():  # a Go package: its files' definitions
                 package_file = self.files.get(child)
-                go = package_file is not None and package_file.grammar == "go"
-                if go and package_file is not None and name in package_file.top:
-                    return package_file.top[name]
+                if package_file is not None and package_file.grammar == "go":
+                    top = self.scope(child).top
+                    if name in top:
+                        return top[name]
             return None
         if kind == EntityType.FILE:
-            scope = self.files[node]
+            scope = self.scope(node)
             if name in scope.top:
                 return scope.top[name]
             if name in scope.bindings:
@@ -229,7 +248,7 @@ class Scopes:
                 parent = self.dir_nodes.get(posixpath.dirname(scope.path), -1)
                 return self.member(parent, name, depth + 1)
             return None
-        key = self.class_key.get(node)
+        key = self.class_of(node)
         if key is None:
             return None
         method = self.members.get(key, {}).get(name)
@@ -252,7 +271,7 @@ class Scopes:
 
     def lookup(self, file: int, holder: int, name: str, parents: Sequence[int]) -> int | None:
         """What a bare name means in `holder` (an entity, or the file itself)."""
-        scope = self.files[file]
+        scope = self.scope(file)
         if scope.grammar in ("java", "cpp") and holder != file:
             owner = self.enclosing_class(holder, parents)
             if owner is not None:
@@ -272,8 +291,10 @@ class Scopes:
         if scope.grammar == "java":
             package = self.dir_nodes.get(posixpath.dirname(scope.path), -1)
             sibling = self.children.get(package, {}).get(f"{name}.java")
-            return None if sibling is None else self.files[sibling].top.get(name)
+            return None if sibling is None else self.scope(sibling).top.get(name)
         if scope.grammar in _C_FAMILY:
+            if self._global is None:
+                self._global = self._global_definitions()
             defined = self._global.get(name, [])
             if len(defined) == 1:
                 return defined[0]

@@ -1,0 +1,50 @@
+"""Run the JSON-RPC gateway with uvicorn, and say when it listens (a ready file)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import uvicorn
+
+from worker.gateway.jsonrpc import create_app
+from worker.service.server import NatsCredentials
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 9876
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, writing a ready file once it listens and removing it on exit."""
+
+    def __init__(self, config: uvicorn.Config, ready_file: Path | None) -> None:
+        super().__init__(config)
+        self.ready_file = ready_file
+
+    async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
+        await super().startup(sockets=sockets)  # type: ignore[arg-type]
+        if self.ready_file is not None and self.started:
+            self.ready_file.write_text("ready\n")
+
+    async def shutdown(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
+        if self.ready_file is not None:
+            self.ready_file.unlink(missing_ok=True)
+        await super().shutdown(sockets=sockets)  # type: ignore[arg-type]
+
+
+def serve_gateway(
+    nats_url: str,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    ready_file: Path | None = None,
+) -> int:
+    """Serve `POST /v1/rpc` until interrupted; the exit status (non-zero if it failed)."""
+    credentials = NatsCredentials.from_environment()
+    app = create_app(nats_url, user=credentials.user, password=credentials.password)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", lifespan="on", access_log=False
+    )
+    server = _Server(config, ready_file)
+    asyncio.run(server.serve())
+    return 0 if server.started else 4
