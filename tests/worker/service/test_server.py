@@ -101,6 +101,24 @@ def test_invalid_request_is_one_structured_error(worker: WorkerProcess) -> None:
     asyncio.run(typed())
 
 
+@pytest.mark.parametrize(
+    ("data", "headers"),
+    [
+        (b'{"repo":"\xff"}', {"Content-Type": "application/json"}),
+        (bytes.fromhex("81 a4 72 65 70 6f a1 ff"), None),
+    ],
+    ids=["json", "msgpack"],
+)
+def test_invalid_utf8_is_an_invalid_request(
+    worker: WorkerProcess, data: bytes, headers: dict[str, str] | None
+) -> None:
+    """A request string that is not UTF-8 is INVALID_REQUEST; nothing is logged as a failure."""
+    reply = asyncio.run(raw_request(worker.nats_url, Subject.REPO_STATUS, data, headers))
+    assert reply.headers["Nats-Service-Error-Code"] == "INVALID_REQUEST"
+    assert "UTF-8" in reply.headers["Nats-Service-Error"]
+    assert '"request.failed"' not in worker.logs()
+
+
 class _Misspelt(msgspec.Struct, kw_only=True):
     query: str
     max_result: int = 3
