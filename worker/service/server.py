@@ -14,6 +14,7 @@ import contextlib
 import contextvars
 import functools
 import os
+import re
 import signal
 import time
 import uuid
@@ -39,10 +40,12 @@ from contracts.subjects import (
     HEADER_SERVICE_ERROR,
     HEADER_SERVICE_ERROR_CODE,
     QUEUE_GROUP,
+    REQUEST_ID_MAX_LENGTH,
+    REQUEST_ID_PATTERN,
     SERVICE_NAME,
     Subject,
 )
-from worker.errors import CapabilityDisabled
+from worker.errors import CapabilityDisabled, InvalidRequest
 from worker.service.codec import Codec, Codecs, error_from_exception
 
 log = structlog.get_logger(__name__)
@@ -160,12 +163,14 @@ class WorkerService:
     async def _handle(self, request: Request) -> None:
         started = time.monotonic()
         headers = request.headers or {}
-        request_id = headers.get(HEADER_REQUEST_ID) or uuid.uuid4().hex
+        request_id, bad_id = _request_id(headers.get(HEADER_REQUEST_ID))
         subject = Subject(request.subject)
         codec = self._codecs.for_message(headers, request.data)
         reply_headers = {HEADER_CONTENT_TYPE: codec.content_type, HEADER_REQUEST_ID: request_id}
         with structlog.contextvars.bound_contextvars(request_id=request_id, subject=subject.value):
             try:
+                if bad_id is not None:
+                    raise bad_id
                 reply = await self._answer(subject, request.data, codec, request_id, started)
             except Exception as exc:
                 await self._reply_error(
@@ -188,7 +193,12 @@ class WorkerService:
             )
 
     async def _answer(
-        self, subject: Subject, data: bytes, codec: Codec, request_id: str, started: float
+        self,
+        subject: Subject,
+        data: bytes,
+        codec: Codec,
+        request_id: str,
+        started: float,
     ) -> Reply:
         capability = self._capabilities[subject]
         if not capability.enabled:
@@ -239,6 +249,32 @@ class WorkerService:
         await request.respond(
             codec.encode(ErrorReply(request_id=request_id, errors=(error,))), headers=headers
         )
+
+
+_REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
+
+
+def _request_id(given: str | None) -> tuple[str, InvalidRequest | None]:
+    """The id to answer under, and the refusal to answer with when `given` is no usable id.
+
+    No id (or an empty one) gets a fresh id; a malformed one gets a fresh id too, so that
+    nothing the caller sent unchecked is echoed in reply headers or logs.
+    """
+    if not given:
+        return uuid.uuid4().hex, None
+    if _REQUEST_ID.fullmatch(given):
+        return given, None
+    if len(given) > REQUEST_ID_MAX_LENGTH:
+        reason = f"{len(given)} characters is above the bound of {REQUEST_ID_MAX_LENGTH}"
+    else:
+        reason = "only the characters A-Z a-z 0-9 . _ : - may appear in it"
+    return uuid.uuid4().hex, InvalidRequest(
+        f"{HEADER_REQUEST_ID}: not a usable request id ({reason}); this answer carries a fresh one",
+        header=HEADER_REQUEST_ID,
+        length=len(given),
+        max_length=REQUEST_ID_MAX_LENGTH,
+        pattern=REQUEST_ID_PATTERN,
+    )
 
 
 def _header_value(text: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from typing import Any
@@ -33,11 +34,16 @@ def worker(
 
 
 async def raw_request(
-    url: str, subject: str, data: bytes, headers: dict[str, str] | None = None
+    url: str,
+    subject: str,
+    data: bytes,
+    headers: dict[str, str] | None = None,
+    *,
+    timeout: float = 30,
 ) -> Any:
     nc = await nats.connect(url)
     try:
-        return await nc.request(subject, data, timeout=30, headers=headers)
+        return await nc.request(subject, data, timeout=timeout, headers=headers)
     finally:
         await nc.close()
 
@@ -117,6 +123,36 @@ def test_invalid_utf8_is_an_invalid_request(
     assert reply.headers["Nats-Service-Error-Code"] == "INVALID_REQUEST"
     assert "UTF-8" in reply.headers["Nats-Service-Error"]
     assert '"request.failed"' not in worker.logs()
+
+
+def test_a_bad_request_id_is_refused_under_a_fresh_one(worker: WorkerProcess) -> None:
+    """An over-long or odd request id gets INVALID_REQUEST under a new id; the worker carries on."""
+    status = b'{"repo": "acme/sample"}'
+
+    async def ask(request_id: str) -> Any:
+        headers = {"Content-Type": "application/json", "Repo-Reader-Request-Id": request_id}
+        return await raw_request(worker.nats_url, Subject.REPO_STATUS, status, headers, timeout=15)
+
+    async def scenario() -> None:
+        for bad in ("x" * 600_000, "x" * 129, "two words", "semi;colon", "naïve"):
+            reply = await ask(bad)
+            assert reply.headers["Nats-Service-Error-Code"] == "INVALID_REQUEST"
+            fresh = reply.headers["Repo-Reader-Request-Id"]
+            assert re.fullmatch(r"[0-9a-f]{32}", fresh)
+            error = json.loads(reply.data)
+            assert error["request_id"] == fresh
+            assert error["errors"][0]["details"]["header"] == "Repo-Reader-Request-Id"
+            assert bad not in reply.data.decode()
+        longest = "A-z.0_9:" * 16
+        reply = await ask(longest)
+        assert "Nats-Service-Error-Code" not in reply.headers
+        assert reply.headers["Repo-Reader-Request-Id"] == longest
+        assert json.loads(reply.data)["request_id"] == longest
+
+    asyncio.run(scenario())
+    logs = worker.logs()
+    assert "x" * 129 not in logs
+    assert "two words" not in logs
 
 
 class _Misspelt(msgspec.Struct, kw_only=True):
