@@ -33,7 +33,6 @@ from nats.micro import add_service
 from nats.micro.request import Request
 from nats.micro.service import EndpointStats, Service, ServiceConfig
 
-from contracts.errors import ErrorReply
 from contracts.subjects import (
     HEADER_CONTENT_TYPE,
     HEADER_REQUEST_ID,
@@ -47,6 +46,7 @@ from contracts.subjects import (
 )
 from worker.errors import CapabilityDisabled, InvalidRequest
 from worker.service.codec import Codec, Codecs, error_from_exception
+from worker.service.replies import body_budget, check_fit, error_message
 
 log = structlog.get_logger(__name__)
 
@@ -59,6 +59,8 @@ class RequestContext:
     subject: Subject
     deadline: float
     max_payload: int
+    """The most bytes one reply message's body may have: the server's max payload less the
+    reply's headers."""
     encode: Callable[[Any], bytes]
 
 
@@ -171,7 +173,11 @@ class WorkerService:
             try:
                 if bad_id is not None:
                     raise bad_id
-                reply = await self._answer(subject, request.data, codec, request_id, started)
+                budget = body_budget(self._nc.max_payload, reply_headers)
+                reply = await self._answer(
+                    subject, request.data, codec, request_id, started, max_payload=budget
+                )
+                check_fit(reply.messages, max_payload=budget)
             except Exception as exc:
                 await self._reply_error(
                     request,
@@ -199,6 +205,8 @@ class WorkerService:
         codec: Codec,
         request_id: str,
         started: float,
+        *,
+        max_payload: int,
     ) -> Reply:
         capability = self._capabilities[subject]
         if not capability.enabled:
@@ -212,7 +220,7 @@ class WorkerService:
             request_id=request_id,
             subject=subject,
             deadline=started + self._timeout,
-            max_payload=self._nc.max_payload,
+            max_payload=max_payload,
             encode=codec.encode,
         )
         call = functools.partial(
@@ -246,9 +254,13 @@ class WorkerService:
             HEADER_SERVICE_ERROR_CODE: error.code,
             HEADER_SERVICE_ERROR: _header_value(error.message),
         }
-        await request.respond(
-            codec.encode(ErrorReply(request_id=request_id, errors=(error,))), headers=headers
+        body = error_message(
+            request_id,
+            error,
+            max_payload=body_budget(self._nc.max_payload, headers),
+            encode=codec.encode,
         )
+        await request.respond(body, headers=headers)
 
 
 _REQUEST_ID = re.compile(REQUEST_ID_PATTERN)

@@ -155,6 +155,32 @@ def test_a_bad_request_id_is_refused_under_a_fresh_one(worker: WorkerProcess) ->
     assert "two words" not in logs
 
 
+def test_an_error_echoing_a_huge_request_still_reaches_the_caller(worker: WorkerProcess) -> None:
+    """An unknown field named with 400 KB is refused in one message under the max payload."""
+    name = "f" * 400_000
+    document = b'{"query": "router", "' + name.encode() + b'": 1}'
+
+    async def scenario() -> None:
+        nc = await nats.connect(worker.nats_url)
+        try:
+            reply = await nc.request(
+                Subject.RESEARCH,
+                document,
+                timeout=15,
+                headers={"Content-Type": "application/json"},
+            )
+            assert reply.headers["Nats-Service-Error-Code"] == "INVALID_REQUEST"
+            assert len(reply.data) <= nc.max_payload
+            (error,) = json.loads(reply.data)["errors"]
+            assert error["details"]["truncated"] is True
+            again = await nc.request(Subject.RESEARCH, b'{"query": "router"}', timeout=15)
+            assert json.loads(again.data)["artifacts"]
+        finally:
+            await nc.close()
+
+    asyncio.run(scenario())
+
+
 class _Misspelt(msgspec.Struct, kw_only=True):
     query: str
     max_result: int = 3
