@@ -125,7 +125,8 @@ class NoAnswer(Timeout):
 
 
 class NoResponders(Timeout):
-    """Raised by the client when no worker is subscribed to the subject it called."""
+    """Raised by the client when no worker was subscribed to the subject it called, however
+    often it asked again before its deadline (details.tries)."""
 
 
 class CapabilityDisabled(RepoReaderFailure):
