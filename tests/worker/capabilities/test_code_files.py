@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import time
 import zlib
 from pathlib import Path
 
 import pygit2
 import pytest
 
-from contracts.code import CodeReadRequest
+from contracts.code import CodeListRequest, CodeReadRequest, CodeSearchRequest
 from tests.support.cache import MirroredCache, SourceFactory
-from tests.support.gitrepos import signature
+from tests.support.gitrepos import MIT_LICENSE, signature
 from worker.capabilities.code_files import CodeFiles
 from worker.capabilities.table import Worker
 
@@ -54,3 +55,27 @@ def test_a_blob_above_the_bound_is_judged_by_its_header_never_loaded(
     )
     assert (answer.too_large, answer.size, answer.content) == (True, 60_000_000, None)
     assert (answer.blob, answer.license, answer.license_source) == (str(blob), "MIT", "LICENSE")
+
+
+ODD_NAMES = ("tab\there.txt", "new\nline.txt", "back\\slash.txt", "bell\x07.txt")
+
+
+def test_every_name_the_tree_holds_can_be_listed_searched_and_read(
+    cache: MirroredCache, make_source: SourceFactory
+) -> None:
+    """Names with a tab, a line break, a backslash or another control character are readable."""
+    files = {f"odd/{name}": f"odd_marker in {name!r}\n" for name in ODD_NAMES}
+    source, _ = make_source("sample", {"LICENSE": MIT_LICENSE, **files})
+    cache.add(REPO, source)
+    worker = Worker(cache.config, cache.root)
+    listed = worker.tools.files.list(
+        CodeListRequest(repo=REPO, path="odd"), request_id="r1", deadline=time.monotonic() + 30
+    )
+    assert {e.path for e in listed.entries} == set(files)
+    found = worker.tools.search.search(
+        CodeSearchRequest(repo=REPO, query="odd_marker"), deadline=time.monotonic() + 30
+    )
+    assert {h.path for h in found.hits} == set(files)
+    for path, content in files.items():
+        answer = worker.tools.files.read(CodeReadRequest(repo=REPO, path=path), request_id="r2")
+        assert (answer.path, answer.content) == (path, content.rstrip("\n"))
