@@ -22,7 +22,7 @@ from contracts.research import (
 )
 from worker.cli.tools import add_tool_commands, run_tool_command
 from worker.config import config_path, default_cache_dir, load_config
-from worker.errors import ConfigError, RepoReaderFailure
+from worker.errors import ConfigError, ConnectionLost, RepoReaderFailure
 
 if TYPE_CHECKING:
     from worker.mirror.sync import Mirror, SyncResult
@@ -184,6 +184,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"  details: {json.dumps(exc.details, sort_keys=True, default=str)}",
                 file=sys.stderr,
             )
+        return 1
+    except ConnectionLost as exc:
+        print(f"repo-reader: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

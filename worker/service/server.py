@@ -4,7 +4,9 @@ Each capability subject gets `concurrency` endpoint subscriptions in one queue g
 so a worker works on at most that many requests at once and more workers add
 throughput with no coordination. Request work runs in a thread pool; the event loop
 only decodes, admits, and publishes. `drain` finishes what was received and takes
-nothing new, which is what SIGTERM does.
+nothing new, which is what SIGTERM does. A connection closed for good (the server
+refused the client, or reconnecting gave up) ends the process with ConnectionLost,
+its ready file removed first: a worker that can serve nothing never looks ready.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import math
 import os
 import re
 import signal
@@ -24,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import nats
 import structlog
@@ -44,7 +47,7 @@ from contracts.subjects import (
     SERVICE_NAME,
     Subject,
 )
-from worker.errors import CapabilityDisabled, InvalidRequest
+from worker.errors import CapabilityDisabled, ConnectionLost, InvalidRequest
 from worker.service.codec import Codec, Codecs, error_from_exception
 from worker.service.replies import body_budget, check_fit, error_message
 
@@ -149,6 +152,13 @@ class WorkerService:
             subjects=[s.value for s in self._capabilities],
             concurrency=self._concurrency,
         )
+
+    def abandon(self) -> None:
+        """Give up after the connection closed for good: not ready, nothing more taken on."""
+        if self._ready_file is not None:
+            self._ready_file.unlink(missing_ok=True)
+        log.error("worker.connection_lost")
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     async def drain(self) -> None:
         """Stop taking requests, answer those already received, then close the connection."""
@@ -311,35 +321,77 @@ class NatsCredentials:
         return cls(user=os.environ.get("REPO_READER_NATS_USER"), password=password)
 
 
-async def connect_service(nats_url: str, *, name: str, drain_timeout: int = 30) -> NATS:
-    """A long-lived connection for a service process, with the environment's credentials."""
+@dataclass(frozen=True, slots=True)
+class ServiceConnection:
+    """A service process's NATS connection, and an event set once it is closed for good."""
+
+    nc: NATS
+    closed: asyncio.Event
+
+
+RECONNECT_WAIT_SECONDS: Final = 2
+"""The pause between two attempts to reconnect to the same server."""
+
+
+async def connect_service(
+    nats_url: str, *, name: str, drain_timeout: int = 30, reconnect_seconds: float = 120.0
+) -> ServiceConnection:
+    """A long-lived connection for a service process, with the environment's credentials.
+
+    A lost connection is tried again for about `reconnect_seconds`. `closed` is set once the
+    connection is closed for good: after a drain, when reconnecting gave up, or when the
+    server refused the client (a protocol violation).
+    """
     credentials = NatsCredentials.from_environment()
-    return await nats.connect(
+    closed = asyncio.Event()
+
+    async def on_closed() -> None:
+        closed.set()
+
+    async def on_disconnected() -> None:
+        log.warning("nats.disconnected")
+
+    async def on_reconnected() -> None:
+        log.info("nats.reconnected")
+
+    nc = await nats.connect(
         nats_url,
         user=credentials.user,
         password=credentials.password,
         name=name,
-        max_reconnect_attempts=-1,
+        max_reconnect_attempts=max(1, math.ceil(reconnect_seconds / RECONNECT_WAIT_SECONDS)),
+        reconnect_time_wait=RECONNECT_WAIT_SECONDS,
         drain_timeout=drain_timeout,
+        closed_cb=on_closed,
+        disconnected_cb=on_disconnected,
+        reconnected_cb=on_reconnected,
     )
+    return ServiceConnection(nc=nc, closed=closed)
 
 
 async def run_service(
     service: WorkerService,
     stop: asyncio.Event | None = None,
     *,
+    closed: asyncio.Event | None = None,
     beside: Callable[[asyncio.Event], Coroutine[Any, Any, None]] | None = None,
 ) -> None:
     """Start `service` and run `beside(stop)` next to it until `stop` is set (or SIGTERM/SIGINT
-    arrives); then cancel what runs beside it and drain."""
+    arrives); then cancel what runs beside it and drain.
+
+    If `closed` (the connection's, from `connect_service`) is set first, the connection is gone
+    for good: the service is abandoned (its ready file removed) and ConnectionLost raised.
+    """
     stop = stop or asyncio.Event()
+    closed = closed or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     companion = asyncio.create_task(beside(stop)) if beside is not None else None
+    lost = False
     try:
         await service.start()
-        await stop.wait()
+        lost = await _first_of(stop, closed) is closed
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
@@ -347,4 +399,21 @@ async def run_service(
             companion.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await companion
-        await service.drain()
+        if lost:
+            service.abandon()
+        else:
+            await service.drain()
+    if lost:
+        raise ConnectionLost("the NATS connection closed for good; exiting so as to be restarted")
+
+
+async def _first_of(*events: asyncio.Event) -> asyncio.Event:
+    """The first of `events` to be set (the earliest given, when several already are)."""
+    waits = {asyncio.ensure_future(event.wait()): event for event in events}
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
+        await asyncio.gather(*waits, return_exceptions=True)
+    return next(event for event in events if event.is_set())

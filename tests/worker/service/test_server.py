@@ -284,3 +284,18 @@ def test_corrupt_cache_is_internal_and_leaks_nothing(
 
     asyncio.run(scenario())
     assert '"event": "request.failed"' in worker.logs()
+
+
+def test_a_worker_whose_connection_is_gone_for_good_exits_and_is_not_ready(
+    cache: MirroredCache, make_source: SourceFactory
+) -> None:
+    """A worker that cannot get its NATS connection back exits non-zero, its ready file gone."""
+    source, _ = make_source("sample")
+    cache.add("acme/sample", source)
+    cache.set_config("[server]\nreconnect_seconds = 1\n")
+    with EmbeddedNats() as server, WorkerProcess(cache.root, server.url) as worker:
+        assert worker.ready_file.exists()
+        server.close()
+        assert worker.wait(timeout=60) != 0
+        assert not worker.ready_file.exists()
+    assert '"worker.connection_lost"' in worker.logs()
