@@ -41,6 +41,11 @@ ADMIN_SUBJECTS: Final = (Subject.ADMIN_SYNC, Subject.ADMIN_REBUILD_INDEX)
 
 HEADER_CONTENT_TYPE: Final = "Content-Type"
 HEADER_REQUEST_ID: Final = "Repo-Reader-Request-Id"
+REQUEST_ID_MAX_LENGTH: Final = 128
+REQUEST_ID_PATTERN: Final = rf"^[A-Za-z0-9._:-]{{1,{REQUEST_ID_MAX_LENGTH}}}$"
+"""What a request id may be: it is echoed in every reply message and log line, so it is short
+and plain (a UUID, a ULID, `orchestrator:42`). A request without one gets a fresh id; a request
+with any other is refused as INVALID_REQUEST under a fresh id."""
 # nats micro conventions, so generic NATS tooling sees failed requests as errors.
 HEADER_SERVICE_ERROR: Final = "Nats-Service-Error"
 HEADER_SERVICE_ERROR_CODE: Final = "Nats-Service-Error-Code"

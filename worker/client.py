@@ -5,18 +5,21 @@
 
 A request that times out is sent again with the same request id (workers answer the
 same request with the same bytes), so a worker lost mid-request costs time, not the answer.
+A request that finds no worker subscribed (NATS answers "no responders", as while workers
+reconnect after a NATS restart) is sent again with backoff until its deadline is near.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Final, Self, TypeVar
 
 import msgspec
 import nats
@@ -37,6 +40,11 @@ from worker.errors import AccessDenied, InternalError, NoAnswer, NoResponders, f
 ResponseT = TypeVar("ResponseT", bound=msgspec.Struct)
 
 log = structlog.get_logger(__name__)
+
+NO_RESPONDERS_FIRST_BACKOFF: Final = 0.05
+"""Seconds before asking again after the first "no responders"; it doubles each time..."""
+NO_RESPONDERS_MAX_BACKOFF: Final = 1.0
+"""... up to this, with jitter, so that clients waiting out a NATS restart do not ask in step."""
 
 _PERMISSION_VIOLATION = re.compile(
     r'permissions violation for publish to "(?P<subject>[^"]+)"', re.I
@@ -169,16 +177,44 @@ class RepoReaderClient:
         last_error: NoAnswer | None = None
         for _ in range(self._attempts):
             try:
-                return await self._exchange(
-                    subject, payload, decoder, rid, timeout or self._timeout
-                )
+                return await self._attempt(subject, payload, decoder, rid, timeout or self._timeout)
             except NoAnswer as exc:
                 last_error = exc
         assert last_error is not None
         raise last_error
 
-    async def _exchange(
+    async def _attempt(
         self, subject: Subject, payload: bytes, decoder: Any, request_id: str, timeout: float
+    ) -> list[Any]:
+        """One attempt of `timeout` seconds: the exchange, tried again with backoff for as long
+        as no worker serves the subject and the next try can start before the deadline."""
+        deadline = time.monotonic() + timeout
+        backoff = NO_RESPONDERS_FIRST_BACKOFF
+        tries = 1
+        while True:
+            try:
+                return await self._exchange(
+                    subject, payload, decoder, request_id, deadline=deadline, timeout=timeout
+                )
+            except NoResponders as exc:
+                pause = backoff * random.uniform(0.5, 1.0)
+                if time.monotonic() + pause >= deadline:
+                    exc.details["tries"] = tries
+                    raise
+            log.debug("client.no_responders", subject=subject.value, tries=tries, pause=pause)
+            await asyncio.sleep(pause)
+            backoff = min(2 * backoff, NO_RESPONDERS_MAX_BACKOFF)
+            tries += 1
+
+    async def _exchange(
+        self,
+        subject: Subject,
+        payload: bytes,
+        decoder: Any,
+        request_id: str,
+        *,
+        deadline: float,
+        timeout: float,
     ) -> list[Any]:
         inbox = self._nc.new_inbox()
         refused = self._refusals.setdefault(
@@ -189,7 +225,6 @@ class RepoReaderClient:
             HEADER_CONTENT_TYPE: CONTENT_TYPE_JSON if self._json else CONTENT_TYPE_MSGPACK,
             HEADER_REQUEST_ID: request_id,
         }
-        deadline = time.monotonic() + timeout
         batches: list[Any] = []
         try:
             await self._nc.publish(subject.value, payload, reply=inbox, headers=headers)

@@ -136,6 +136,9 @@ class ServerConfig(_Section, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     """Larger blobs are never indexed nor excerpted."""
     index_lru_size: PositiveInt = 4
     """How many on-demand indexes of pinned revisions a worker keeps."""
+    reconnect_seconds: PositiveFloat = 120.0
+    """How long a worker (or the mirror service) tries to get a lost NATS connection back; then
+    it exits non-zero, its ready file removed, for its supervisor to restart it."""
 
 
 class MirrorConfig(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True):

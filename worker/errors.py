@@ -20,6 +20,7 @@
     └── UnknownFailure                a code this client does not know (a newer server's)
 
     ConfigError                       start-up only: a bad repo-reader.toml or NATS config
+    ConnectionLost                    a service's NATS connection closed for good: it exits
 
 Handlers raise these; `worker.service.codec.error_from_exception` is the one place that turns an
 exception (any exception) into a `RepoReaderError`, and `failure_from_error` the one
@@ -125,7 +126,8 @@ class NoAnswer(Timeout):
 
 
 class NoResponders(Timeout):
-    """Raised by the client when no worker is subscribed to the subject it called."""
+    """Raised by the client when no worker was subscribed to the subject it called, however
+    often it asked again before its deadline (details.tries)."""
 
 
 class CapabilityDisabled(RepoReaderFailure):
@@ -142,6 +144,11 @@ class InternalError(RepoReaderFailure):
 
 class ConfigError(Exception):
     """A configuration mistake found at start-up; the message names the file and the setting."""
+
+
+class ConnectionLost(Exception):
+    """A service process's NATS connection closed for good while it served (the server
+    refused it, or reconnecting gave up): the process exits, so its supervisor restarts it."""
 
 
 _BY_CODE: dict[ErrorCode, type[RepoReaderFailure]] = {

@@ -18,7 +18,7 @@ from contracts import RepoReaderRequest
 from contracts.subjects import Subject
 from tests.support.cache import MirroredCache, SourceFactory
 from tests.support.workers import WorkerProcess
-from worker.client import RepoReaderClient
+from worker.client import NO_RESPONDERS_MAX_BACKOFF, RepoReaderClient
 from worker.errors import (
     AccessDenied,
     NoAnswer,
@@ -37,15 +37,36 @@ def sample(cache: MirroredCache, make_source: SourceFactory) -> MirroredCache:
     return cache
 
 
-def test_no_worker_is_no_responders(nats_server: EmbeddedNats) -> None:
-    """Calling with no worker subscribed fails at once with NoResponders, not a long timeout."""
+def test_no_worker_is_no_responders_once_the_deadline_is_near(nats_server: EmbeddedNats) -> None:
+    """With no worker subscribed, the client asks again with backoff, then raises NoResponders."""
 
     async def scenario() -> None:
-        async with await RepoReaderClient.connect(nats_server.url, timeout=20) as client:
+        async with await RepoReaderClient.connect(nats_server.url, timeout=3) as client:
             started = time.monotonic()
-            with pytest.raises(NoResponders):
+            with pytest.raises(NoResponders) as info:
                 await client.research(RepoReaderRequest(query="router"))
-            assert time.monotonic() - started < 10
+            elapsed = time.monotonic() - started
+        assert info.value.details["tries"] >= 4
+        assert 3 - NO_RESPONDERS_MAX_BACKOFF <= elapsed < 5
+
+    asyncio.run(scenario())
+
+
+def test_a_worker_subscribing_after_the_request_still_answers_it(
+    nats_server: EmbeddedNats, sample: MirroredCache
+) -> None:
+    """A request sent while no worker serves (a NATS restart, say) is answered once one does."""
+
+    async def scenario() -> None:
+        async with await RepoReaderClient.connect(nats_server.url, timeout=60) as client:
+            pending = asyncio.create_task(client.research(RepoReaderRequest(query="router")))
+            worker = WorkerProcess(sample.root, nats_server.url)
+            try:
+                await asyncio.to_thread(worker.start)
+                result = await pending
+            finally:
+                worker.stop()
+        assert result.artifacts
 
     asyncio.run(scenario())
 

@@ -4,7 +4,9 @@ A read returns exactly lines `span` of one file, at most the server's line and
 character bounds, and says where to continue. Binary blobs, blobs larger than the
 server excerpts, symlinks and submodules give metadata only; a symlink gives its
 target as stored (and the in-tree path it names, when there is one), never the
-content behind it.
+content behind it. A blob's size is read from its object header before anything else,
+and a blob above the bound is never loaded: its license is that of the nearest license
+file, as its own SPDX header is never read.
 """
 
 from __future__ import annotations
@@ -24,7 +26,13 @@ from contracts.code import (
     DirectoryEntry,
 )
 from worker.capabilities.code_search.search import line_count
-from worker.capabilities.tooling import LicensedFiles, commit_tree, pin, within_ceiling
+from worker.capabilities.tooling import (
+    Attribution,
+    LicensedFiles,
+    commit_tree,
+    pin,
+    within_ceiling,
+)
 from worker.config import Config
 from worker.errors import InvalidRequest, LimitExceeded, NotFound, Timeout
 from worker.languages import language_of
@@ -83,19 +91,16 @@ class CodeFiles:
             )
         if entry.kind == "submodule":
             return base
+        size = int(pinned.repo.odb.read_header(entry.id)[1])
+        if size > self.config.server.max_blob_bytes:
+            attribution = licensed.of(entry.path, entry.id, None)
+            return _replace(base, **_common(size, attribution), too_large=True)
         blob = pinned.repo[entry.id]
         assert isinstance(blob, pygit2.Blob)
         data = blob.data
-        attribution = licensed.of(entry.path, entry.id, data)
-        common = {
-            "size": blob.size,
-            "license": attribution.license,
-            "license_source": attribution.source,
-        }
+        common = _common(size, licensed.of(entry.path, entry.id, data))
         if entry.kind == "symlink":
             return _replace(base, **common, **_link(tree, entry, data))
-        if blob.size > self.config.server.max_blob_bytes:
-            return _replace(base, **common, too_large=True)
         if is_binary(data):
             return _replace(base, **common, binary=True)
         return _replace(base, **common, **self._excerpt(pinned, entry, data, wanted))
@@ -227,6 +232,10 @@ def _walk(
         if recursive and mode == MODE_TREE:
             assert isinstance(item, pygit2.Tree)
             yield from _walk(repo, item, path, recursive=True)
+
+
+def _common(size: int, attribution: Attribution) -> dict[str, object]:
+    return {"size": size, "license": attribution.license, "license_source": attribution.source}
 
 
 def _link(tree: pygit2.Tree, entry: TreeEntry, data: bytes) -> dict[str, object]:

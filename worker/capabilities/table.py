@@ -93,12 +93,15 @@ async def serve(
     ready_file: Path | None = None,
     stop: asyncio.Event | None = None,
 ) -> None:
-    """Connect, serve until `stop` is set (or SIGTERM/SIGINT arrives), then drain."""
-    nc = await connect_service(
+    """Connect, serve until `stop` is set (or SIGTERM/SIGINT arrives), then drain; raises
+    ConnectionLost if the connection closes for good first."""
+    connection = await connect_service(
         nats_url,
         name="repo-reader-worker",
         drain_timeout=max(30, int(worker.config.server.request_timeout_seconds * 2)),
+        reconnect_seconds=worker.config.server.reconnect_seconds,
     )
+    nc = connection.nc
     capabilities = worker.capabilities()
     service = WorkerService(
         nc,
@@ -110,4 +113,4 @@ async def serve(
         ),
         ready_file=ready_file,
     )
-    await run_service(service, stop)
+    await run_service(service, stop, closed=connection.closed)

@@ -76,6 +76,7 @@ class LicensedFiles:
                 repos=[pinned.name],
             )
 
-    def of(self, path: str, blob_id: str, data: bytes) -> Attribution:
-        """The license of the file at `path`: blob `blob_id`, whose content is `data`."""
+    def of(self, path: str, blob_id: str, data: bytes | None) -> Attribution:
+        """The license of the file at `path`: blob `blob_id`, whose content is `data` (None
+        for a blob that is not read: then the nearest license file decides)."""
         return Attribution.of(self._resolver.for_file(self._tree, path, blob_id, data))

@@ -24,7 +24,7 @@ from worker.cli.exits import ExitCode, for_error
 from worker.cli.graph import add_graph_commands
 from worker.cli.tools import add_tool_commands, run_tool_command
 from worker.config import config_path, default_cache_dir, load_config
-from worker.errors import ConfigError, RepoReaderFailure
+from worker.errors import ConfigError, ConnectionLost, RepoReaderFailure
 
 if TYPE_CHECKING:
     from worker.mirror.sync import Mirror, SyncResult
@@ -184,6 +184,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except msgspec.ValidationError as exc:
         print(f"repo-reader: invalid arguments: {exc}", file=sys.stderr)
         return ExitCode.INVALID_ARGUMENTS
+    except ConnectionLost as exc:
+        print(f"repo-reader: {exc}", file=sys.stderr)
+        return ExitCode.SERVICE_ERROR
     except OutputError as exc:
         print(f"repo-reader: cannot write the output: {exc}", file=sys.stderr)
         return ExitCode.IO_ERROR

@@ -111,14 +111,16 @@ class LicenseResolver:
         self._identified: Mapping[str, str | None] = identified or {}
 
     def for_file(
-        self, commit_tree: pygit2.Tree, path: str, blob_id: str, data: bytes
+        self, commit_tree: pygit2.Tree, path: str, blob_id: str, data: bytes | None
     ) -> LicenseInfo | None:
         """Return the license of the file at `path` in `commit_tree`, or None.
 
-        `data` is the file's content (blob `blob_id`), as the caller has already read it.
+        `data` is the file's content (blob `blob_id`), as the caller has already read it, or
+        None when the caller does not read it (a blob above the size bound): then the file's
+        own SPDX header is not looked for, and the nearest license file decides.
         Raises `NotFound` when a directory on `path` is not a directory of `commit_tree`.
         """
-        header = self._header(blob_id, data)
+        header = self._header(blob_id, data) if data is not None else None
         if header is not None:
             return LicenseInfo(spdx=header, source=SPDX_HEADER_SOURCE)
         directory = path.strip("/").rpartition("/")[0]

@@ -141,9 +141,13 @@ async def serve_mirror(
     stop: asyncio.Event | None = None,
 ) -> None:
     """Answer admin requests and sync every `interval` seconds (None: only on request)."""
-    nc = await connect_service(nats_url, name="repo-reader-mirror")
+    connection = await connect_service(
+        nats_url,
+        name="repo-reader-mirror",
+        reconnect_seconds=mirror.config.server.reconnect_seconds,
+    )
     service = WorkerService(
-        nc,
+        connection.nc,
         MirrorAdmin(mirror).capabilities(),
         request_timeout=ADMIN_TIMEOUT_SECONDS,
         ready_file=ready_file,
@@ -152,7 +156,7 @@ async def serve_mirror(
         description="The repo-reader mirror: syncs and re-indexes the cache",
     )
     schedule = functools.partial(_scheduled_syncs, mirror, interval) if interval else None
-    await run_service(service, stop, beside=schedule)
+    await run_service(service, stop, closed=connection.closed, beside=schedule)
 
 
 async def _scheduled_syncs(mirror: Mirror, interval: float, stop: asyncio.Event) -> None:

@@ -1,10 +1,13 @@
 """Paths inside a git tree: validated as text, then walked object by object, never touching disk.
 
 A caller's path names an entry of the tree at a resolved commit. It is checked before
-anything is looked up (no leading `/`, no `.`, `..` or empty segments, no backslash,
-no NUL or other control character), and it is resolved one segment at a time through
-tree objects, so a symlink in the middle of a path is never followed and nothing is
-ever joined onto a filesystem path.
+anything is looked up (no leading `/`, no `.`, `..` or empty segments, no NUL), and it
+is resolved one segment at a time through tree objects, so a symlink in the middle of a
+path is never followed and nothing is ever joined onto a filesystem path.
+
+Git separates a path with `/` only and a tree entry's name may hold any other byte but
+NUL, so a backslash, a tab or a line break is an ordinary character of a name: every
+path a tree holds can be read (and listed and searched).
 """
 
 from __future__ import annotations
@@ -66,10 +69,8 @@ def split_repo_path(path: str, *, field: str = "path", allow_root: bool = False)
 def _path_problem(path: str) -> str | None:
     if path.startswith("/"):
         return "absolute path"
-    if "\\" in path:
-        return "backslash"
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in path):
-        return "control character"
+    if "\0" in path:
+        return "NUL character"
     for segment in path.split("/"):
         if segment == "":
             return "empty segment"
@@ -117,9 +118,9 @@ def resolve_link_target(link_path: str, target: str) -> str | None:
     """The in-tree path a symlink at `link_path` points to, or None when it leaves the tree.
 
     Pure string arithmetic on '/'-separated paths: an absolute target, or one whose `..`
-    segments climb above the root, leaves the tree.
+    segments climb above the root, leaves the tree. A backslash is part of a name, as in git.
     """
-    if not target or target.startswith("/") or "\\" in target or "\0" in target:
+    if not target or target.startswith("/") or "\0" in target:
         return None
     parts: list[str] = [p for p in posixpath.dirname(link_path).split("/") if p]
     for segment in target.split("/"):

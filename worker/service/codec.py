@@ -50,6 +50,12 @@ class Codec:
                 f"the request is not valid {kind}: {exc}",
                 content_type=self.content_type,
             ) from None
+        except UnicodeDecodeError:
+            # msgspec validates UTF-8 while it builds a str, and raises this, not a DecodeError.
+            raise InvalidRequest(
+                "the request holds a string that is not valid UTF-8",
+                content_type=self.content_type,
+            ) from None
 
     def encode(self, message: Any) -> bytes:
         """The bytes of a response message."""

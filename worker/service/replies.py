@@ -4,20 +4,79 @@ The one place replies are encoded in batches. An answer is one response Struct w
 field (artifacts, hits, entries, commits, modules) may be long. Batch 0 carries every other
 field and the first items; later batches carry only the request id, their index and more
 items; the last one has `last` set.
+
+The server counts a message's headers against its max payload, and closes the connection of
+a client that publishes more; so every bound here is on a message's body, and is the max
+payload less `header_size` of the headers that go with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 import msgspec
 
+from contracts.errors import ErrorReply, RepoReaderError
 from worker.errors import InternalError
 
 ResponseT = TypeVar("ResponseT", bound=msgspec.Struct)
 ENVELOPE_ALLOWANCE: Final = 512
-"""Room for what sizes measured on an empty envelope miss: a larger batch index, NATS headers."""
+"""Room for what sizes measured on an empty envelope miss: a larger batch index, the flags."""
+ERROR_TEXT_BOUND: Final = 512
+"""An error too big for one message keeps this many characters of its message and only the
+details that encode in at most this many bytes: an error echoing a huge request still goes out."""
+_HEADER_LINE: Final = b"NATS/1.0\r\n"
+
+
+def header_size(headers: Mapping[str, str] | None) -> int:
+    """The bytes `headers` take in a NATS message (the version line, one line each, a blank)."""
+    if not headers:
+        return 0
+    lines = "".join(f"{key.strip()}: {value.strip()}\r\n" for key, value in headers.items())
+    return len(_HEADER_LINE) + len(lines.encode()) + 2
+
+
+def body_budget(max_payload: int, headers: Mapping[str, str] | None) -> int:
+    """The most bytes a message's body may have beside `headers` under `max_payload`."""
+    return max_payload - header_size(headers)
+
+
+def check_fit(messages: Sequence[bytes], *, max_payload: int) -> None:
+    """InternalError unless every message body is within `max_payload` (a body budget)."""
+    largest = max((len(m) for m in messages), default=0)
+    if largest > max_payload:
+        raise InternalError(
+            "the answer does not fit the server's max payload", size=largest, limit=max_payload
+        )
+
+
+def error_message(
+    request_id: str,
+    error: RepoReaderError,
+    *,
+    max_payload: int,
+    encode: Callable[[Any], bytes],
+) -> bytes:
+    """The encoded ErrorReply of `error`, cut to fit `max_payload` (a body budget) if need be.
+
+    Only an error that echoes a huge request (an unknown field's name, say) is cut: its message
+    is shortened and its larger details dropped, and `details.truncated` says so.
+    """
+    whole = encode(ErrorReply(request_id=request_id, errors=(error,)))
+    if len(whole) <= max_payload:
+        return whole
+    details = {
+        key: value
+        for key, value in error.details.items()
+        if len(encode(value)) <= ERROR_TEXT_BOUND and len(key) <= ERROR_TEXT_BOUND
+    }
+    cut = RepoReaderError(
+        code=error.code,
+        message=error.message[:ERROR_TEXT_BOUND],
+        details={**details, "truncated": True},
+    )
+    return encode(ErrorReply(request_id=request_id, errors=(cut,)))
 
 
 def item_batches(
@@ -27,7 +86,10 @@ def item_batches(
     max_payload: int,
     encode: Callable[[Any], bytes],
 ) -> list[bytes]:
-    """The encoded messages of `response`, its `field` items packed greedily in order."""
+    """The encoded messages of `response`, its `field` items packed greedily in order.
+
+    `max_payload` bounds each message's body: the server's max payload less its headers.
+    """
     items: Sequence[Any] = getattr(response, field)
     head = msgspec.structs.replace(response, **{field: ()})
     tail = type(response)(request_id=response.request_id)  # type: ignore[attr-defined]

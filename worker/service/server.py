@@ -4,7 +4,9 @@ Each capability subject gets `concurrency` endpoint subscriptions in one queue g
 so a worker works on at most that many requests at once and more workers add
 throughput with no coordination. Request work runs in a thread pool; the event loop
 only decodes, admits, and publishes. `drain` finishes what was received and takes
-nothing new, which is what SIGTERM does.
+nothing new, which is what SIGTERM does. A connection closed for good (the server
+refused the client, or reconnecting gave up) ends the process with ConnectionLost,
+its ready file removed first: a worker that can serve nothing never looks ready.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import math
 import os
+import re
 import signal
 import time
 import uuid
@@ -23,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import nats
 import structlog
@@ -32,18 +36,20 @@ from nats.micro import add_service
 from nats.micro.request import Request
 from nats.micro.service import EndpointStats, Service, ServiceConfig
 
-from contracts.errors import ErrorReply
 from contracts.subjects import (
     HEADER_CONTENT_TYPE,
     HEADER_REQUEST_ID,
     HEADER_SERVICE_ERROR,
     HEADER_SERVICE_ERROR_CODE,
     QUEUE_GROUP,
+    REQUEST_ID_MAX_LENGTH,
+    REQUEST_ID_PATTERN,
     SERVICE_NAME,
     Subject,
 )
-from worker.errors import CapabilityDisabled
+from worker.errors import CapabilityDisabled, ConnectionLost, InvalidRequest
 from worker.service.codec import Codec, Codecs, error_from_exception
+from worker.service.replies import body_budget, check_fit, error_message
 
 log = structlog.get_logger(__name__)
 
@@ -56,6 +62,8 @@ class RequestContext:
     subject: Subject
     deadline: float
     max_payload: int
+    """The most bytes one reply message's body may have: the server's max payload less the
+    reply's headers."""
     encode: Callable[[Any], bytes]
 
 
@@ -145,6 +153,13 @@ class WorkerService:
             concurrency=self._concurrency,
         )
 
+    def abandon(self) -> None:
+        """Give up after the connection closed for good: not ready, nothing more taken on."""
+        if self._ready_file is not None:
+            self._ready_file.unlink(missing_ok=True)
+        log.error("worker.connection_lost")
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
     async def drain(self) -> None:
         """Stop taking requests, answer those already received, then close the connection."""
         if self._ready_file is not None:
@@ -160,13 +175,19 @@ class WorkerService:
     async def _handle(self, request: Request) -> None:
         started = time.monotonic()
         headers = request.headers or {}
-        request_id = headers.get(HEADER_REQUEST_ID) or uuid.uuid4().hex
+        request_id, bad_id = _request_id(headers.get(HEADER_REQUEST_ID))
         subject = Subject(request.subject)
         codec = self._codecs.for_message(headers, request.data)
         reply_headers = {HEADER_CONTENT_TYPE: codec.content_type, HEADER_REQUEST_ID: request_id}
         with structlog.contextvars.bound_contextvars(request_id=request_id, subject=subject.value):
             try:
-                reply = await self._answer(subject, request.data, codec, request_id, started)
+                if bad_id is not None:
+                    raise bad_id
+                budget = body_budget(self._nc.max_payload, reply_headers)
+                reply = await self._answer(
+                    subject, request.data, codec, request_id, started, max_payload=budget
+                )
+                check_fit(reply.messages, max_payload=budget)
             except Exception as exc:
                 await self._reply_error(
                     request,
@@ -188,7 +209,14 @@ class WorkerService:
             )
 
     async def _answer(
-        self, subject: Subject, data: bytes, codec: Codec, request_id: str, started: float
+        self,
+        subject: Subject,
+        data: bytes,
+        codec: Codec,
+        request_id: str,
+        started: float,
+        *,
+        max_payload: int,
     ) -> Reply:
         capability = self._capabilities[subject]
         if not capability.enabled:
@@ -202,7 +230,7 @@ class WorkerService:
             request_id=request_id,
             subject=subject,
             deadline=started + self._timeout,
-            max_payload=self._nc.max_payload,
+            max_payload=max_payload,
             encode=codec.encode,
         )
         call = functools.partial(
@@ -236,9 +264,39 @@ class WorkerService:
             HEADER_SERVICE_ERROR_CODE: error.code,
             HEADER_SERVICE_ERROR: _header_value(error.message),
         }
-        await request.respond(
-            codec.encode(ErrorReply(request_id=request_id, errors=(error,))), headers=headers
+        body = error_message(
+            request_id,
+            error,
+            max_payload=body_budget(self._nc.max_payload, headers),
+            encode=codec.encode,
         )
+        await request.respond(body, headers=headers)
+
+
+_REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
+
+
+def _request_id(given: str | None) -> tuple[str, InvalidRequest | None]:
+    """The id to answer under, and the refusal to answer with when `given` is no usable id.
+
+    No id (or an empty one) gets a fresh id; a malformed one gets a fresh id too, so that
+    nothing the caller sent unchecked is echoed in reply headers or logs.
+    """
+    if not given:
+        return uuid.uuid4().hex, None
+    if _REQUEST_ID.fullmatch(given):
+        return given, None
+    if len(given) > REQUEST_ID_MAX_LENGTH:
+        reason = f"{len(given)} characters is above the bound of {REQUEST_ID_MAX_LENGTH}"
+    else:
+        reason = "only the characters A-Z a-z 0-9 . _ : - may appear in it"
+    return uuid.uuid4().hex, InvalidRequest(
+        f"{HEADER_REQUEST_ID}: not a usable request id ({reason}); this answer carries a fresh one",
+        header=HEADER_REQUEST_ID,
+        length=len(given),
+        max_length=REQUEST_ID_MAX_LENGTH,
+        pattern=REQUEST_ID_PATTERN,
+    )
 
 
 def _header_value(text: str) -> str:
@@ -263,35 +321,77 @@ class NatsCredentials:
         return cls(user=os.environ.get("REPO_READER_NATS_USER"), password=password)
 
 
-async def connect_service(nats_url: str, *, name: str, drain_timeout: int = 30) -> NATS:
-    """A long-lived connection for a service process, with the environment's credentials."""
+@dataclass(frozen=True, slots=True)
+class ServiceConnection:
+    """A service process's NATS connection, and an event set once it is closed for good."""
+
+    nc: NATS
+    closed: asyncio.Event
+
+
+RECONNECT_WAIT_SECONDS: Final = 2
+"""The pause between two attempts to reconnect to the same server."""
+
+
+async def connect_service(
+    nats_url: str, *, name: str, drain_timeout: int = 30, reconnect_seconds: float = 120.0
+) -> ServiceConnection:
+    """A long-lived connection for a service process, with the environment's credentials.
+
+    A lost connection is tried again for about `reconnect_seconds`. `closed` is set once the
+    connection is closed for good: after a drain, when reconnecting gave up, or when the
+    server refused the client (a protocol violation).
+    """
     credentials = NatsCredentials.from_environment()
-    return await nats.connect(
+    closed = asyncio.Event()
+
+    async def on_closed() -> None:
+        closed.set()
+
+    async def on_disconnected() -> None:
+        log.warning("nats.disconnected")
+
+    async def on_reconnected() -> None:
+        log.info("nats.reconnected")
+
+    nc = await nats.connect(
         nats_url,
         user=credentials.user,
         password=credentials.password,
         name=name,
-        max_reconnect_attempts=-1,
+        max_reconnect_attempts=max(1, math.ceil(reconnect_seconds / RECONNECT_WAIT_SECONDS)),
+        reconnect_time_wait=RECONNECT_WAIT_SECONDS,
         drain_timeout=drain_timeout,
+        closed_cb=on_closed,
+        disconnected_cb=on_disconnected,
+        reconnected_cb=on_reconnected,
     )
+    return ServiceConnection(nc=nc, closed=closed)
 
 
 async def run_service(
     service: WorkerService,
     stop: asyncio.Event | None = None,
     *,
+    closed: asyncio.Event | None = None,
     beside: Callable[[asyncio.Event], Coroutine[Any, Any, None]] | None = None,
 ) -> None:
     """Start `service` and run `beside(stop)` next to it until `stop` is set (or SIGTERM/SIGINT
-    arrives); then cancel what runs beside it and drain."""
+    arrives); then cancel what runs beside it and drain.
+
+    If `closed` (the connection's, from `connect_service`) is set first, the connection is gone
+    for good: the service is abandoned (its ready file removed) and ConnectionLost raised.
+    """
     stop = stop or asyncio.Event()
+    closed = closed or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     companion = asyncio.create_task(beside(stop)) if beside is not None else None
+    lost = False
     try:
         await service.start()
-        await stop.wait()
+        lost = await _first_of(stop, closed) is closed
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
@@ -299,4 +399,21 @@ async def run_service(
             companion.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await companion
-        await service.drain()
+        if lost:
+            service.abandon()
+        else:
+            await service.drain()
+    if lost:
+        raise ConnectionLost("the NATS connection closed for good; exiting so as to be restarted")
+
+
+async def _first_of(*events: asyncio.Event) -> asyncio.Event:
+    """The first of `events` to be set (the earliest given, when several already are)."""
+    waits = {asyncio.ensure_future(event.wait()): event for event in events}
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
+        await asyncio.gather(*waits, return_exceptions=True)
+    return next(event for event in events if event.is_set())

@@ -13,7 +13,7 @@ from worker.errors import (
     UnknownFailure,
     failure_from_error,
 )
-from worker.service.codec import Codecs, error_from_exception
+from worker.service.codec import Codec, Codecs, error_from_exception
 
 CODECS = Codecs({Subject.RESEARCH: RepoReaderRequest})
 
@@ -63,6 +63,23 @@ def test_malformed_bytes_are_invalid_requests() -> None:
         CODECS.json.decode(Subject.RESEARCH, b"{nope")
     with pytest.raises(InvalidRequest, match="not valid MessagePack"):
         CODECS.msgpack.decode(Subject.RESEARCH, b"\xc1")
+
+
+@pytest.mark.parametrize(
+    ("codec", "document"),
+    [
+        (CODECS.json, b'{"query": "\xff"}'),
+        (CODECS.json, b'{"\xff": "x"}'),
+        (CODECS.msgpack, bytes.fromhex("81 a5 71 75 65 72 79 a1 ff")),
+        (CODECS.msgpack, bytes.fromhex("81 a1 ff a1 78")),
+    ],
+    ids=["json-value", "json-key", "msgpack-value", "msgpack-key"],
+)
+def test_invalid_utf8_in_a_string_is_an_invalid_request(codec: Codec, document: bytes) -> None:
+    """A string (value or key) that is not UTF-8 is INVALID_REQUEST, not an unexpected error."""
+    with pytest.raises(InvalidRequest, match="UTF-8") as info:
+        codec.decode(Subject.RESEARCH, document)
+    assert info.value.details["content_type"] == codec.content_type
 
 
 def test_errors_map_to_the_wire_and_back() -> None:

@@ -1,15 +1,25 @@
-"""Tests of splitting research answers into messages under the max payload."""
+"""Tests of splitting research answers into messages under the max payload, headers counted."""
 
 from __future__ import annotations
 
+import asyncio
+
 import msgspec
+import nats
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contracts import RepoReaderResponse, ResearchArtifact, ResolvedRepo
+from contracts import (
+    ErrorReply,
+    RepoReaderError,
+    RepoReaderResponse,
+    ResearchArtifact,
+    ResolvedRepo,
+)
 from worker.errors import InternalError
-from worker.service.replies import item_batches
+from worker.service.embedded_nats import EmbeddedNats
+from worker.service.replies import ERROR_TEXT_BOUND, body_budget, error_message, item_batches
 
 RESOLVED = (ResolvedRepo(repo="a/b", commit="c" * 40, ref="refs/heads/main", license="MIT"),)
 
@@ -56,3 +66,54 @@ def test_artifact_larger_than_payload_is_internal() -> None:
             max_payload=4096,
             encode=msgspec.json.encode,
         )
+
+
+def test_the_body_budget_is_what_the_server_allows_beside_the_headers() -> None:
+    """A body of exactly the budget goes through a real server; one byte more is refused."""
+    max_payload = 4096
+    headers = {"Content-Type": "application/msgpack", "Repo-Reader-Request-Id": "r" * 128}
+    body = b"x" * body_budget(max_payload, headers)
+
+    async def scenario(url: str) -> None:
+        receiver = await nats.connect(url)
+        subscription = await receiver.subscribe("fit")
+        await receiver.flush()
+        closed = asyncio.Event()
+
+        async def on_closed() -> None:
+            closed.set()
+
+        async def on_error(exc: Exception) -> None:
+            pass
+
+        sender = await nats.connect(
+            url, allow_reconnect=False, closed_cb=on_closed, error_cb=on_error
+        )
+        await sender.publish("fit", body, headers=headers)
+        assert (await subscription.next_msg(timeout=10)).data == body
+        await sender.publish("fit", body + b"x", headers=headers)
+        await asyncio.wait_for(closed.wait(), timeout=10)
+        assert "maximum payload" in str(sender.last_error).lower()
+        await receiver.close()
+
+    with EmbeddedNats(max_payload=max_payload) as server:
+        asyncio.run(scenario(server.url))
+
+
+def test_an_error_echoing_a_huge_request_is_cut_to_fit() -> None:
+    """An error too big for one message keeps its code, a cut message and its small details."""
+    huge = "f" * 50_000
+    error = RepoReaderError(
+        code="INVALID_REQUEST",
+        message=f"{huge}: Object contains unknown field `{huge}`",
+        details={"field": huge, "content_type": "application/json"},
+    )
+    body = error_message("rid", error, max_payload=4096, encode=msgspec.json.encode)
+    assert len(body) <= 4096
+    (cut,) = msgspec.json.decode(body, type=ErrorReply).errors
+    assert cut.code == "INVALID_REQUEST"
+    assert cut.message == error.message[:ERROR_TEXT_BOUND]
+    assert cut.details == {"content_type": "application/json", "truncated": True}
+    small = RepoReaderError(code="NOT_FOUND", message="gone", details={"path": "a.py"})
+    whole = error_message("rid", small, max_payload=4096, encode=msgspec.json.encode)
+    assert msgspec.json.decode(whole, type=ErrorReply).errors == (small,)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from typing import Any
@@ -33,11 +34,16 @@ def worker(
 
 
 async def raw_request(
-    url: str, subject: str, data: bytes, headers: dict[str, str] | None = None
+    url: str,
+    subject: str,
+    data: bytes,
+    headers: dict[str, str] | None = None,
+    *,
+    timeout: float = 30,
 ) -> Any:
     nc = await nats.connect(url)
     try:
-        return await nc.request(subject, data, timeout=30, headers=headers)
+        return await nc.request(subject, data, timeout=timeout, headers=headers)
     finally:
         await nc.close()
 
@@ -99,6 +105,80 @@ def test_invalid_request_is_one_structured_error(worker: WorkerProcess) -> None:
                 await client.call(Subject.RESEARCH, _Misspelt(query="x"), RepoReaderResponse)
 
     asyncio.run(typed())
+
+
+@pytest.mark.parametrize(
+    ("data", "headers"),
+    [
+        (b'{"repo":"\xff"}', {"Content-Type": "application/json"}),
+        (bytes.fromhex("81 a4 72 65 70 6f a1 ff"), None),
+    ],
+    ids=["json", "msgpack"],
+)
+def test_invalid_utf8_is_an_invalid_request(
+    worker: WorkerProcess, data: bytes, headers: dict[str, str] | None
+) -> None:
+    """A request string that is not UTF-8 is INVALID_REQUEST; nothing is logged as a failure."""
+    reply = asyncio.run(raw_request(worker.nats_url, Subject.REPO_STATUS, data, headers))
+    assert reply.headers["Nats-Service-Error-Code"] == "INVALID_REQUEST"
+    assert "UTF-8" in reply.headers["Nats-Service-Error"]
+    assert '"request.failed"' not in worker.logs()
+
+
+def test_a_bad_request_id_is_refused_under_a_fresh_one(worker: WorkerProcess) -> None:
+    """An over-long or odd request id gets INVALID_REQUEST under a new id; the worker carries on."""
+    status = b'{"repo": "acme/sample"}'
+
+    async def ask(request_id: str) -> Any:
+        headers = {"Content-Type": "application/json", "Repo-Reader-Request-Id": request_id}
+        return await raw_request(worker.nats_url, Subject.REPO_STATUS, status, headers, timeout=15)
+
+    async def scenario() -> None:
+        for bad in ("x" * 600_000, "x" * 129, "two words", "semi;colon", "naïve"):
+            reply = await ask(bad)
+            assert reply.headers["Nats-Service-Error-Code"] == "INVALID_REQUEST"
+            fresh = reply.headers["Repo-Reader-Request-Id"]
+            assert re.fullmatch(r"[0-9a-f]{32}", fresh)
+            error = json.loads(reply.data)
+            assert error["request_id"] == fresh
+            assert error["errors"][0]["details"]["header"] == "Repo-Reader-Request-Id"
+            assert bad not in reply.data.decode()
+        longest = "A-z.0_9:" * 16
+        reply = await ask(longest)
+        assert "Nats-Service-Error-Code" not in reply.headers
+        assert reply.headers["Repo-Reader-Request-Id"] == longest
+        assert json.loads(reply.data)["request_id"] == longest
+
+    asyncio.run(scenario())
+    logs = worker.logs()
+    assert "x" * 129 not in logs
+    assert "two words" not in logs
+
+
+def test_an_error_echoing_a_huge_request_still_reaches_the_caller(worker: WorkerProcess) -> None:
+    """An unknown field named with 400 KB is refused in one message under the max payload."""
+    name = "f" * 400_000
+    document = b'{"query": "router", "' + name.encode() + b'": 1}'
+
+    async def scenario() -> None:
+        nc = await nats.connect(worker.nats_url)
+        try:
+            reply = await nc.request(
+                Subject.RESEARCH,
+                document,
+                timeout=15,
+                headers={"Content-Type": "application/json"},
+            )
+            assert reply.headers["Nats-Service-Error-Code"] == "INVALID_REQUEST"
+            assert len(reply.data) <= nc.max_payload
+            (error,) = json.loads(reply.data)["errors"]
+            assert error["details"]["truncated"] is True
+            again = await nc.request(Subject.RESEARCH, b'{"query": "router"}', timeout=15)
+            assert json.loads(again.data)["artifacts"]
+        finally:
+            await nc.close()
+
+    asyncio.run(scenario())
 
 
 class _Misspelt(msgspec.Struct, kw_only=True):
@@ -204,3 +284,18 @@ def test_corrupt_cache_is_internal_and_leaks_nothing(
 
     asyncio.run(scenario())
     assert '"event": "request.failed"' in worker.logs()
+
+
+def test_a_worker_whose_connection_is_gone_for_good_exits_and_is_not_ready(
+    cache: MirroredCache, make_source: SourceFactory
+) -> None:
+    """A worker that cannot get its NATS connection back exits non-zero, its ready file gone."""
+    source, _ = make_source("sample")
+    cache.add("acme/sample", source)
+    cache.set_config("[server]\nreconnect_seconds = 1\n")
+    with EmbeddedNats() as server, WorkerProcess(cache.root, server.url) as worker:
+        assert worker.ready_file.exists()
+        server.close()
+        assert worker.wait(timeout=60) != 0
+        assert not worker.ready_file.exists()
+    assert '"worker.connection_lost"' in worker.logs()
