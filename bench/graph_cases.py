@@ -1,0 +1,404 @@
+"""Small repositories whose graph edges are known, one per language, for bench.graph.
+
+Every import, call and base each file holds is listed by hand in `edges`, including the
+ones a resolver without type inference cannot find (a method called on a local object, a
+call through `super()`): they count against recall, as they should.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class GraphCase:
+    """Files and the import, invoke and inherit edges between their entities."""
+
+    language: str
+    files: dict[str, str]
+    edges: frozenset[tuple[str, str, str]]
+
+
+PYTHON = GraphCase(
+    "python",
+    {
+        "app/__init__.py": "from .core import Engine\n",
+        "app/core.py": """import os
+from .util import clamp, Timer
+from . import util
+import app.storage as storage
+
+
+class Base:
+    def run(self):
+        self.prepare()
+        return self.execute()
+
+    def prepare(self):
+        return None
+
+    def execute(self):
+        raise NotImplementedError
+
+
+class Engine(Base):
+    def __init__(self, limit):
+        self.limit = clamp(limit, 0, 10)
+        self.timer = Timer()
+
+    def execute(self):
+        data = storage.load("x")
+        return util.summarize(data)
+
+    def restart(self):
+        self.run()
+        os.getcwd()
+
+
+def make_engine():
+    return Engine(3)
+""",
+        "app/util.py": """def clamp(value, low, high):
+    return max(low, min(value, high))
+
+
+def summarize(data):
+    return len(data)
+
+
+class Timer:
+    def start(self):
+        return _now()
+
+
+def _now():
+    return 0
+""",
+        "app/storage.py": """from app.util import summarize as sm
+
+
+def load(name):
+    return sm([name])
+
+
+class Store:
+    def save(self, item):
+        return load(item)
+""",
+        "app/cli.py": """from app.core import make_engine, Engine
+from app import storage
+
+
+class FastEngine(Engine):
+    def execute(self):
+        return super().execute()
+
+
+def main():
+    engine = make_engine()
+    engine.run()
+    storage.Store().save(1)
+    FastEngine(1).restart()
+    return Engine.restart(engine)
+""",
+    },
+    frozenset(
+        {
+            ("app/__init__.py", "app/core.py:Engine", "import"),
+            ("app/core.py", "app/util.py:clamp", "import"),
+            ("app/core.py", "app/util.py:Timer", "import"),
+            ("app/core.py", "app/util.py", "import"),
+            ("app/core.py", "app/storage.py", "import"),
+            ("app/storage.py", "app/util.py:summarize", "import"),
+            ("app/cli.py", "app/core.py:make_engine", "import"),
+            ("app/cli.py", "app/core.py:Engine", "import"),
+            ("app/cli.py", "app/storage.py", "import"),
+            ("app/core.py:Base.run", "app/core.py:Base.prepare", "invoke"),
+            ("app/core.py:Base.run", "app/core.py:Base.execute", "invoke"),
+            ("app/core.py:Engine.__init__", "app/util.py:clamp", "invoke"),
+            ("app/core.py:Engine.__init__", "app/util.py:Timer", "invoke"),
+            ("app/core.py:Engine.execute", "app/storage.py:load", "invoke"),
+            ("app/core.py:Engine.execute", "app/util.py:summarize", "invoke"),
+            ("app/core.py:Engine.restart", "app/core.py:Base.run", "invoke"),
+            ("app/core.py:make_engine", "app/core.py:Engine", "invoke"),
+            ("app/util.py:Timer.start", "app/util.py:_now", "invoke"),
+            ("app/storage.py:load", "app/util.py:summarize", "invoke"),
+            ("app/storage.py:Store.save", "app/storage.py:load", "invoke"),
+            ("app/cli.py:FastEngine.execute", "app/core.py:Engine.execute", "invoke"),
+            ("app/cli.py:main", "app/core.py:make_engine", "invoke"),
+            ("app/cli.py:main", "app/core.py:Base.run", "invoke"),
+            ("app/cli.py:main", "app/storage.py:Store", "invoke"),
+            ("app/cli.py:main", "app/cli.py:FastEngine", "invoke"),
+            ("app/cli.py:main", "app/core.py:Engine.restart", "invoke"),
+            ("app/core.py:Engine", "app/core.py:Base", "inherit"),
+            ("app/cli.py:FastEngine", "app/core.py:Engine", "inherit"),
+        }
+    ),
+)
+
+JAVASCRIPT = GraphCase(
+    "javascript",
+    {
+        "web/util.js": """export function helper(x) {
+  return inner(x);
+}
+
+function inner(x) {
+  return x;
+}
+
+export class Widget {
+  render() {
+    return helper(1);
+  }
+}
+""",
+        "web/app.js": """import { helper, Widget } from './util';
+import * as u from './util.js';
+
+export function main() {
+  const w = new Widget();
+  u.helper(2);
+  return helper(3) + w.render();
+}
+
+class Fancy extends Widget {
+  render() {
+    return this.paint();
+  }
+
+  paint() {
+    return 1;
+  }
+}
+""",
+    },
+    frozenset(
+        {
+            ("web/app.js", "web/util.js:helper", "import"),
+            ("web/app.js", "web/util.js:Widget", "import"),
+            ("web/app.js", "web/util.js", "import"),
+            ("web/util.js:helper", "web/util.js:inner", "invoke"),
+            ("web/util.js:Widget.render", "web/util.js:helper", "invoke"),
+            ("web/app.js:main", "web/util.js:Widget", "invoke"),
+            ("web/app.js:main", "web/util.js:helper", "invoke"),
+            ("web/app.js:main", "web/util.js:Widget.render", "invoke"),
+            ("web/app.js:Fancy.render", "web/app.js:Fancy.paint", "invoke"),
+            ("web/app.js:Fancy", "web/util.js:Widget", "inherit"),
+        }
+    ),
+)
+
+GO = GraphCase(
+    "go",
+    {
+        "go.mod": "module example.com/shop\n",
+        "store/store.go": """package store
+
+type Store struct{}
+
+func New() *Store {
+\treturn &Store{}
+}
+
+func (s *Store) Get(k string) string {
+\treturn normalize(k)
+}
+""",
+        "store/util.go": """package store
+
+func normalize(k string) string {
+\treturn k
+}
+""",
+        "main.go": """package main
+
+import (
+\t"fmt"
+
+\t"example.com/shop/store"
+)
+
+func main() {
+\ts := store.New()
+\tfmt.Println(s.Get("x"))
+\trun()
+}
+
+func run() {}
+""",
+    },
+    frozenset(
+        {
+            ("main.go", "store", "import"),
+            ("store/store.go:Store.Get", "store/util.go:normalize", "invoke"),
+            ("main.go:main", "store/store.go:New", "invoke"),
+            ("main.go:main", "store/store.go:Store.Get", "invoke"),
+            ("main.go:main", "main.go:run", "invoke"),
+        }
+    ),
+)
+
+JAVA = GraphCase(
+    "java",
+    {
+        "src/main/java/com/acme/Base.java": """package com.acme;
+
+public class Base {
+    public int run() {
+        return step();
+    }
+
+    int step() {
+        return 1;
+    }
+}
+""",
+        "src/main/java/com/acme/Impl.java": """package com.acme;
+
+import com.acme.util.Helper;
+
+public class Impl extends Base implements Runnable {
+    int step() {
+        return Helper.twice(2);
+    }
+
+    public void go() {
+        run();
+    }
+}
+""",
+        "src/main/java/com/acme/util/Helper.java": """package com.acme.util;
+
+public class Helper {
+    public static int twice(int x) {
+        return x * 2;
+    }
+}
+""",
+    },
+    frozenset(
+        {
+            (
+                "src/main/java/com/acme/Impl.java",
+                "src/main/java/com/acme/util/Helper.java:Helper",
+                "import",
+            ),
+            (
+                "src/main/java/com/acme/Impl.java:Impl",
+                "src/main/java/com/acme/Base.java:Base",
+                "inherit",
+            ),
+            (
+                "src/main/java/com/acme/Base.java:Base.run",
+                "src/main/java/com/acme/Base.java:Base.step",
+                "invoke",
+            ),
+            (
+                "src/main/java/com/acme/Impl.java:Impl.step",
+                "src/main/java/com/acme/util/Helper.java:Helper.twice",
+                "invoke",
+            ),
+            (
+                "src/main/java/com/acme/Impl.java:Impl.go",
+                "src/main/java/com/acme/Base.java:Base.run",
+                "invoke",
+            ),
+        }
+    ),
+)
+
+RUST = GraphCase(
+    "rust",
+    {
+        "src/lib.rs": """mod shapes;
+
+use crate::shapes::{area, Circle};
+
+pub fn total() -> f64 {
+    let c = Circle::new(1.0);
+    area(&c)
+}
+""",
+        "src/shapes.rs": """pub struct Circle {
+    r: f64,
+}
+
+impl Circle {
+    pub fn new(r: f64) -> Self {
+        Circle { r }
+    }
+
+    pub fn radius(&self) -> f64 {
+        self.r
+    }
+}
+
+pub fn area(c: &Circle) -> f64 {
+    helper(c.radius())
+}
+
+fn helper(x: f64) -> f64 {
+    x * x
+}
+""",
+    },
+    frozenset(
+        {
+            ("src/lib.rs", "src/shapes.rs", "import"),
+            ("src/lib.rs", "src/shapes.rs:Circle", "import"),
+            ("src/lib.rs", "src/shapes.rs:area", "import"),
+            ("src/lib.rs:total", "src/shapes.rs:Circle.new", "invoke"),
+            ("src/lib.rs:total", "src/shapes.rs:area", "invoke"),
+            ("src/shapes.rs:area", "src/shapes.rs:helper", "invoke"),
+            ("src/shapes.rs:area", "src/shapes.rs:Circle.radius", "invoke"),
+        }
+    ),
+)
+
+C = GraphCase(
+    "c",
+    {
+        "list.h": "struct node;\nint list_len(struct node *n);\n",
+        "list.c": """#include "list.h"
+
+static int count(struct node *n)
+{
+\treturn n ? 1 + count(n->next) : 0;
+}
+
+int list_len(struct node *n)
+{
+\treturn count(n);
+}
+""",
+        "main.c": """#include <stdio.h>
+#include "list.h"
+
+static int helper(void);
+
+int main(void)
+{
+\tprintf("%d", list_len(0));
+\treturn helper();
+}
+
+static int helper(void)
+{
+\treturn 0;
+}
+""",
+    },
+    frozenset(
+        {
+            ("list.c", "list.h", "import"),
+            ("main.c", "list.h", "import"),
+            ("list.c:count", "list.c:count", "invoke"),
+            ("list.c:list_len", "list.c:count", "invoke"),
+            ("main.c:main", "list.c:list_len", "invoke"),
+            ("main.c:main", "main.c:helper", "invoke"),
+        }
+    ),
+)
+
+CASES = (PYTHON, JAVASCRIPT, GO, JAVA, RUST, C)
