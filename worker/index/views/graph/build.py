@@ -33,6 +33,9 @@ from worker.index.views.text import CommitIndex
 
 _SEPARATORS: Final = re.compile(r"\.|::|->")
 I64 = npt.NDArray[np.int64]
+_SELF_NAMES: Final = frozenset({"self", "this", "cls", "Self"})
+_MEMBER_SCOPED: Final = frozenset({"java", "cpp"})
+"""Languages whose methods reach their class's members by bare name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,6 +360,27 @@ def _contain_edges(parents: I64) -> I64:
     return _edge_keys(parents[children], children.astype(np.int64), int(Relation.CONTAIN))
 
 
+class _Found:
+    """Edges resolved one at a time."""
+
+    def __init__(self) -> None:
+        self.sources: list[int] = []
+        self.targets: list[int] = []
+        self.kinds: list[int] = []
+
+    def add(self, source: int, target: int, relation: Relation) -> None:
+        self.sources.append(source)
+        self.targets.append(target)
+        self.kinds.append(int(relation))
+
+    def keys(self) -> I64:
+        return _edge_keys(
+            np.asarray(self.sources, dtype=np.int64),
+            np.asarray(self.targets, dtype=np.int64),
+            np.asarray(self.kinds, dtype=np.int64),
+        )
+
+
 def _resolve(
     scopes: Scopes,
     data: _Gathered,
@@ -368,38 +392,48 @@ def _resolve(
     paths: list[str],
 ) -> I64:
     """Edge keys of every reference that resolves: imports first (they bind names), then
-    bases (methods are inherited), then calls. A plain name called in C is looked up in its
-    file, then among the definitions of the whole repository, for all calls at once."""
-    relation = data.relation
-    owner_file = file_node[data.reference_path].tolist()
-    holders = data.holder.tolist()
-    sources: list[int] = []
-    targets: list[int] = []
-    kinds: list[int] = []
-    for r in np.flatnonzero(relation == Relation.IMPORT).tolist():
+    bases (methods are inherited), then calls."""
+    owner_file: list[int] = file_node[data.reference_path].tolist()
+    found = _Found()
+    for r in np.flatnonzero(data.relation == Relation.IMPORT).tolist():
         file = owner_file[r]
         reader = _IMPORTS.get(scopes.files[file].grammar or "", _no_import)
-        found, bound = reader(scopes, file, data.target[r] or "", data.imported[r], data.alias[r])
-        if found is None or found < 0:
+        target, bound = reader(scopes, file, data.target[r] or "", data.imported[r], data.alias[r])
+        if target is None or target < 0:
             continue
         if bound and bound != "*":
-            scopes.files[file].bindings.setdefault(bound, found)
-        if found != file:
-            sources.append(file)
-            targets.append(found)
-            kinds.append(Relation.IMPORT)
-    for r in np.flatnonzero(relation == Relation.INHERIT).tolist():
+            scopes.files[file].bindings.setdefault(bound, target)
+        if target != file:
+            found.add(file, target, Relation.IMPORT)
+    holders: list[int] = data.holder.tolist()
+    for r in np.flatnonzero(data.relation == Relation.INHERIT).tolist():
         file, holder = owner_file[r], holders[r]
         base = scopes.resolve_chain(file, file, _SEPARATORS.split(data.target[r] or ""), parents)
         if base is not None and types[base] == EntityType.CLASS and base != holder:
-            sources.append(holder)
-            targets.append(base)
-            kinds.append(Relation.INHERIT)
+            found.add(holder, base, Relation.INHERIT)
             key = scopes.class_of(holder)
             if key is not None:
                 scopes.bases[key].append(base)
-    calls = np.flatnonzero(relation == Relation.INVOKE)
+    scopes.bases_known()
     is_c = np.asarray([grammars[p] == "c" for p in paths] + [False], dtype=bool)
+    c_edges = _resolve_calls(
+        scopes, data, found, owner_file=owner_file, types=types, parents=parents, is_c=is_c
+    )
+    return np.concatenate([found.keys(), c_edges])
+
+
+def _resolve_calls(
+    scopes: Scopes,
+    data: _Gathered,
+    found: _Found,
+    *,
+    owner_file: list[int],
+    types: list[int],
+    parents: list[int],
+    is_c: npt.NDArray[np.bool_],
+) -> I64:
+    """Resolve calls into `found`; plain names called in C, for all at once: their keys."""
+    calls = np.flatnonzero(data.relation == Relation.INVOKE)
     call_targets = [data.target[r] or "" for r in calls.tolist()]
     plain = np.fromiter(
         (not ("." in t or ":" in t or "-" in t) for t in call_targets),
@@ -407,23 +441,30 @@ def _resolve(
         count=len(call_targets),
     )
     vector = plain & is_c[data.reference_path[calls]]
+    holders: list[int] = data.holder.tolist()
     callable_types = (EntityType.FUNCTION, EntityType.CLASS)
+    # What a call means depends on its file, and on its class only where names reach into
+    # the class (`self.x`; Java and C++ methods): remembered per that context.
+    meanings: dict[tuple[int, int, str], int | None] = {}
     for i in np.flatnonzero(~vector).tolist():
         r = int(calls[i])
         target = call_targets[i]
         parts = _SEPARATORS.split(target)
         if "->" in target and parts[0] != "this":
             continue
-        callee = scopes.resolve_chain(owner_file[r], holders[r], parts, parents)
+        file, holder = owner_file[r], holders[r]
+        context = -2
+        if parts[0] in _SELF_NAMES or scopes.files[file].grammar in _MEMBER_SCOPED:
+            enclosing = scopes.enclosing_class(holder, parents)
+            context = -1 if enclosing is None else enclosing
+        key = (file, context, target)
+        if key in meanings:
+            callee = meanings[key]
+        else:
+            callee = scopes.resolve_chain(file, holder, parts, parents)
+            meanings[key] = callee
         if callee is not None and types[callee] in callable_types:
-            sources.append(holders[r])
-            targets.append(callee)
-            kinds.append(Relation.INVOKE)
-    looped = _edge_keys(
-        np.asarray(sources, dtype=np.int64),
-        np.asarray(targets, dtype=np.int64),
-        np.asarray(kinds, dtype=np.int64),
-    )
+            found.add(holder, callee, Relation.INVOKE)
     picked = np.flatnonzero(vector)
     resolved = _c_calls(
         data,
@@ -432,8 +473,7 @@ def _resolve(
         [call_targets[i] for i in picked.tolist()],
     )
     hit = resolved >= 0
-    c_edges = _edge_keys(data.holder[calls[picked]][hit], resolved[hit], int(Relation.INVOKE))
-    return np.concatenate([looped, c_edges])
+    return _edge_keys(data.holder[calls[picked]][hit], resolved[hit], int(Relation.INVOKE))
 
 
 def _c_calls(data: _Gathered, is_c: npt.NDArray[np.bool_], path_rows: I64, names: list[str]) -> I64:

@@ -55,6 +55,8 @@ class Scopes:
         self._file_of = file_of
         self._global_definitions = global_definitions
         self._loaded: set[int] = set()
+        self._class_members: dict[tuple[int, str], int | None] | None = None
+        """What `Class.name` is, remembered once every base is known (`bases_known`)."""
         self.file_nodes = file_nodes
         self.dir_nodes = dir_nodes
         self.files: dict[int, FileScope] = {
@@ -100,6 +102,10 @@ class Scopes:
             self.members[(scope.node, owner)].setdefault(name, node)
         if self.types[node] == EntityType.CLASS:
             self.class_key[node] = (scope.node, qualified)
+
+    def bases_known(self) -> None:
+        """Every class's bases are recorded: a member looked up in a class stays what it is."""
+        self._class_members = {}
 
     def class_of(self, node: int) -> tuple[int, str] | None:
         """The (file, qualified name) key of a class node, its file read in."""
@@ -248,6 +254,16 @@ class Scopes:
                 parent = self.dir_nodes.get(posixpath.dirname(scope.path), -1)
                 return self.member(parent, name, depth + 1)
             return None
+        remembered = self._class_members
+        if remembered is not None:
+            if (node, name) in remembered:
+                return remembered[(node, name)]
+            found = self._class_member(node, name, depth)
+            remembered[(node, name)] = found
+            return found
+        return self._class_member(node, name, depth)
+
+    def _class_member(self, node: int, name: str, depth: int) -> int | None:
         key = self.class_of(node)
         if key is None:
             return None
