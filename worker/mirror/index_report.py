@@ -36,13 +36,18 @@ class IndexReport:
 def index_report(
     cache_dir: Path, repo_id: str, repo: pygit2.Repository, commit: str, *, max_blob_bytes: int
 ) -> IndexReport:
-    """Open the stored index of `commit`, build its graph, and count what both hold."""
+    """Open the stored index of `commit` and its graph (built if none is stored), and count
+    what both hold."""
+    from worker.index.store.build import repo_index_dir
+    from worker.index.store.graph_tables import read_graph
     from worker.index.views.graph.build import build_graph
 
     started = time.perf_counter()
     index = IndexStore(cache_dir).open(repo_id, repo, commit, deadline=time.monotonic() + 3600)
-    built = build_graph(index)
-    entities, edges = built.graph.counts()
+    graph = read_graph(repo_index_dir(cache_dir, repo_id) / "commits" / commit)
+    if graph is None:
+        graph = build_graph(index).graph
+    entities, edges = graph.counts()
     indexed = set(index.path_column.to_pylist())
     errors: list[tuple[str, str]] = []
     for path, oid in tree_blobs(repo, commit):

@@ -69,12 +69,15 @@ class SyncResult:
     """Building the index of the head (every view: research ranking and code search)."""
     index_workers: int
     """Processes the research index was built with."""
+    graph_seconds: float = 0.0
+    """Building and publishing the head's entity graph, after its index."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _IndexTimings:
     seconds: float
     workers: int
+    graph_seconds: float
 
 
 class _Progress(pygit2.RemoteCallbacks):
@@ -185,6 +188,7 @@ class Mirror:
             seconds=time.monotonic() - started,
             index_seconds=timings.seconds,
             index_workers=timings.workers,
+            graph_seconds=timings.graph_seconds,
         )
         log.info("mirror.synced", **dataclasses.asdict(result))
         return result
@@ -301,14 +305,17 @@ class Mirror:
         return target
 
     def _index(self, entry: RepoEntry, repo: pygit2.Repository, commit: str) -> _IndexTimings:
-        """Store the index of `commit`, every view of it (only changed blobs cost)."""
-        from worker.index import build_commit_index
+        """Store the index of `commit`, every view of it (only changed blobs cost), then the
+        entity graph the index gives."""
+        from worker.index import IndexStore, build_commit_index
+        from worker.index.store.graph_tables import write_graph
+        from worker.index.views.graph.build import build_graph
 
         workers = self._index_workers()
         max_blob_bytes = self.config.server.max_blob_bytes
         self._report(entry.name, f"indexing {commit[:12]} ({workers} processes)")
         started = time.monotonic()
-        build_commit_index(
+        commit_dir = build_commit_index(
             self.layout.root,
             entry.name,
             repo,
@@ -316,7 +323,14 @@ class Mirror:
             max_blob_bytes=max_blob_bytes,
             workers=workers,
         )
-        return _IndexTimings(seconds=time.monotonic() - started, workers=workers)
+        indexed = time.monotonic()
+        index = IndexStore(self.layout.root).open(
+            entry.name, repo, commit, deadline=time.monotonic() + 3600
+        )
+        write_graph(commit_dir, build_graph(index).graph)
+        return _IndexTimings(
+            seconds=indexed - started, workers=workers, graph_seconds=time.monotonic() - indexed
+        )
 
     def _index_workers(self) -> int:
         """Processes an index build uses: as configured, else one per core."""

@@ -12,6 +12,7 @@ from tests.support.cache import SAMPLE_FILES
 from tests.support.gitrepos import commit, init_repo
 from tests.worker.licenses.conftest import license_text
 from worker.config import ConfigError
+from worker.index.store.graph_tables import read_graph
 from worker.mirror.sync import Mirror, SyncError, SyncResult
 from worker.repos.catalog import RepoCatalog
 from worker.repos.layout import CacheLayout, IdentifiedLicenses
@@ -38,7 +39,8 @@ def synced_mirror(tmp_path: Path) -> tuple[Mirror, SyncResult]:
 
 
 def test_sync_mirrors_full_history(tmp_path: Path) -> None:
-    """A first sync makes a bare mirror of every branch, tag and commit, and publishes state."""
+    """A first sync makes a bare mirror of every branch, tag and commit, publishes state, and
+    the head's index with its entity graph."""
     source = source_repo(tmp_path / "src", default="trunk")
     messages: list[str] = []
     mirror = Mirror(
@@ -66,6 +68,9 @@ def test_sync_mirrors_full_history(tmp_path: Path) -> None:
     )
     assert any(m.startswith("receiving objects") for m in messages)
     assert any(m.startswith("indexing") for m in messages)
+    graph = read_graph(tmp_path / "cache" / "index" / "acme" / "tool" / "commits" / head)
+    assert graph is not None
+    assert graph.n_nodes > 0
 
 
 def test_resync_fetches_and_prunes(tmp_path: Path) -> None:

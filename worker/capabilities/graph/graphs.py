@@ -12,6 +12,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 import pygit2
 import structlog
@@ -19,6 +20,8 @@ import structlog
 from worker.capabilities.tooling import LicensedFiles
 from worker.errors import Timeout
 from worker.index import IndexStore
+from worker.index.store.build import repo_index_dir
+from worker.index.store.graph_tables import read_graph
 from worker.index.views.graph.build import build_graph
 from worker.index.views.graph.model import CommitGraph, EntityType
 from worker.index.views.text import CommitIndex
@@ -95,6 +98,10 @@ class PinnedGraph:
         return int(graph.start_line[node]), max(int(graph.end_line[node]), 1)
 
 
+def _commit_dir(cache_dir: Path, pinned: ResolvedRepo) -> Path:
+    return repo_index_dir(cache_dir, pinned.name) / "commits" / pinned.commit
+
+
 class GraphStore:
     """Built graphs of (repository, commit), least recently used dropped first."""
 
@@ -107,6 +114,28 @@ class GraphStore:
         self._building: dict[tuple[str, str], threading.Lock] = {}
         self.builds = 0
         """Graphs this store built (for tests and metrics)."""
+
+    def _stored(self, pinned: ResolvedRepo) -> tuple[CommitGraph, float] | None:
+        """The graph the mirror published with the commit's index, mapped."""
+        started = time.perf_counter()
+        graph = read_graph(_commit_dir(self.indexes.cache_dir, pinned))
+        if graph is None:
+            return None
+        log.info("graph.opened", repo=pinned.name, commit=pinned.commit, nodes=graph.n_nodes)
+        return graph, time.perf_counter() - started
+
+    def _build(self, pinned: ResolvedRepo, index: CommitIndex) -> tuple[CommitGraph, float]:
+        built = build_graph(index)
+        log.info(
+            "graph.built",
+            repo=pinned.name,
+            commit=pinned.commit,
+            files=built.files,
+            nodes=built.graph.n_nodes,
+            edges=len(built.graph.edges.source),
+            seconds=round(built.seconds, 3),
+        )
+        return built.graph, built.seconds
 
     def open(self, pinned: ResolvedRepo, *, deadline: float) -> PinnedGraph:
         """The graph of a pinned commit, built (within `deadline`) if no one has yet."""
@@ -129,17 +158,7 @@ class GraphStore:
                         commit=pinned.commit,
                         stage="graph",
                     )
-                built = build_graph(index)
-                found = (built.graph, built.seconds)
-                log.info(
-                    "graph.built",
-                    repo=pinned.name,
-                    commit=pinned.commit,
-                    files=built.files,
-                    nodes=built.graph.n_nodes,
-                    edges=len(built.graph.edges.source),
-                    seconds=round(built.seconds, 3),
-                )
+                found = self._stored(pinned) or self._build(pinned, index)
                 with self._lock:
                     self.builds += 1
                     self._lru[key] = found

@@ -90,6 +90,11 @@ class NodeIds(Sequence[str]):
     def __init__(
         self, plain: list[str], n_dirs: int, entity_path: I64, entity_names: list[str]
     ) -> None:
+        self.plain = plain
+        """Directories' and files' paths, directories first."""
+        self.n_dirs = n_dirs
+        self.entity_path = entity_path
+        """Each entity's file, as a row of the files."""
         self._plain = plain
         self._n_dirs = n_dirs
         self._entity_path = entity_path
