@@ -17,8 +17,6 @@ import re
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, Final, Self, TypeVar
 
 import msgspec
@@ -27,7 +25,7 @@ import structlog
 from nats.aio.client import Client as NATS
 from nats.errors import TimeoutError as NatsTimeoutError
 
-from contracts.research import RepoReaderRequest, RepoReaderResponse, ResearchArtifact, ResolvedRepo
+from contracts.research import ResearchArtifact
 from contracts.subjects import (
     CONTENT_TYPE_JSON,
     CONTENT_TYPE_MSGPACK,
@@ -35,7 +33,16 @@ from contracts.subjects import (
     HEADER_REQUEST_ID,
     Subject,
 )
-from worker.errors import AccessDenied, InternalError, NoAnswer, NoResponders, failure_from_error
+from worker.calls import AnswerReader, RepoReaderAPI, ResearchResult, encode_request
+from worker.errors import AccessDenied, NoAnswer, NoResponders
+
+__all__ = [
+    "NO_RESPONDERS_FIRST_BACKOFF",
+    "NO_RESPONDERS_MAX_BACKOFF",
+    "RepoReaderClient",
+    "ResearchResult",
+    "artifact_lines",
+]
 
 ResponseT = TypeVar("ResponseT", bound=msgspec.Struct)
 
@@ -51,16 +58,7 @@ _PERMISSION_VIOLATION = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class ResearchResult:
-    """A whole research answer, its batches joined."""
-
-    request_id: str
-    resolved: tuple[ResolvedRepo, ...]
-    artifacts: tuple[ResearchArtifact, ...]
-
-
-class RepoReaderClient:
+class RepoReaderClient(RepoReaderAPI):
     """Calls repo-reader capabilities over an existing NATS connection."""
 
     def __init__(
@@ -125,39 +123,10 @@ class RepoReaderClient:
         if refusal is not None and not refusal.done():
             refusal.set_result(str(exc))
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
     async def close(self) -> None:
         """Close the connection if the client opened it."""
         if self._owns_connection:
             await self._nc.drain()
-
-    async def research(
-        self,
-        request: RepoReaderRequest,
-        *,
-        request_id: str | None = None,
-        timeout: float | None = None,
-    ) -> ResearchResult:
-        """Ask a research question; raises the RepoReaderFailure the service answered with."""
-        rid = request_id or uuid.uuid4().hex
-        batches = await self.call(
-            Subject.RESEARCH, request, RepoReaderResponse, request_id=rid, timeout=timeout
-        )
-        return ResearchResult(
-            request_id=rid,
-            resolved=batches[0].resolved,
-            artifacts=tuple(a for batch in batches for a in batch.artifacts),
-        )
 
     async def call(
         self,
@@ -170,22 +139,26 @@ class RepoReaderClient:
     ) -> list[ResponseT]:
         """Send `request` on `subject` and return every message of its answer, in order."""
         rid = request_id or uuid.uuid4().hex
-        payload = msgspec.json.encode(request) if self._json else msgspec.msgpack.encode(request)
-        decoder: Any = (msgspec.json.Decoder if self._json else msgspec.msgpack.Decoder)(
-            response_type
-        )
+        payload = encode_request(request, json=self._json)
         last_error: NoAnswer | None = None
         for _ in range(self._attempts):
             try:
-                return await self._attempt(subject, payload, decoder, rid, timeout or self._timeout)
+                return await self._attempt(
+                    subject, payload, response_type, rid, timeout or self._timeout
+                )
             except NoAnswer as exc:
                 last_error = exc
         assert last_error is not None
         raise last_error
 
     async def _attempt(
-        self, subject: Subject, payload: bytes, decoder: Any, request_id: str, timeout: float
-    ) -> list[Any]:
+        self,
+        subject: Subject,
+        payload: bytes,
+        response_type: type[ResponseT],
+        request_id: str,
+        timeout: float,
+    ) -> list[ResponseT]:
         """One attempt of `timeout` seconds: the exchange, tried again with backoff for as long
         as no worker serves the subject and the next try can start before the deadline."""
         deadline = time.monotonic() + timeout
@@ -194,7 +167,7 @@ class RepoReaderClient:
         while True:
             try:
                 return await self._exchange(
-                    subject, payload, decoder, request_id, deadline=deadline, timeout=timeout
+                    subject, payload, response_type, request_id, deadline=deadline, timeout=timeout
                 )
             except NoResponders as exc:
                 pause = backoff * random.uniform(0.5, 1.0)
@@ -210,12 +183,12 @@ class RepoReaderClient:
         self,
         subject: Subject,
         payload: bytes,
-        decoder: Any,
+        response_type: type[ResponseT],
         request_id: str,
         *,
         deadline: float,
         timeout: float,
-    ) -> list[Any]:
+    ) -> list[ResponseT]:
         inbox = self._nc.new_inbox()
         refused = self._refusals.setdefault(
             subject.value, asyncio.get_running_loop().create_future()
@@ -225,7 +198,7 @@ class RepoReaderClient:
             HEADER_CONTENT_TYPE: CONTENT_TYPE_JSON if self._json else CONTENT_TYPE_MSGPACK,
             HEADER_REQUEST_ID: request_id,
         }
-        batches: list[Any] = []
+        reader = AnswerReader(response_type, json=self._json, request_id=request_id)
         try:
             await self._nc.publish(subject.value, payload, reply=inbox, headers=headers)
             while True:
@@ -246,22 +219,12 @@ class RepoReaderClient:
                     raise NoAnswer(
                         f"no complete answer to {subject.capability} within {timeout:g} s",
                         request_id=request_id,
-                        batches_received=len(batches),
+                        batches_received=len(reader.batches),
                     ) from None
                 if message.headers and message.headers.get("Status") == "503":
                     raise NoResponders(f"no worker serves {subject.value}", subject=subject.value)
-                response = decoder.decode(message.data)
-                if response.errors:
-                    error = response.errors[0]
-                    raise failure_from_error(error.code, error.message, dict(error.details))
-                if response.batch != len(batches):
-                    raise InternalError(
-                        f"batch {response.batch} arrived where batch {len(batches)} was due",
-                        request_id=request_id,
-                    )
-                batches.append(response)
-                if response.last:
-                    return batches
+                if reader.take(message.data):
+                    return reader.batches
         finally:
             if self._refusals.get(subject.value) is refused and refused.done():
                 del self._refusals[subject.value]
