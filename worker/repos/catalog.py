@@ -3,7 +3,8 @@
 Rules (seed 002 is the strictest, so it wins): a repository not registered in
 `repo-reader.toml`, or denied by the server's policy, is `ACCESS_DENIED`; a registered
 one with no published mirror yet is `REPO_NOT_FOUND`; a bare name matching several
-registered repositories is `AMBIGUOUS_REPOSITORY`.
+registered repositories is `AMBIGUOUS_REPOSITORY`. What the config alone decides is in
+`worker.repos.registry`.
 """
 
 from __future__ import annotations
@@ -16,13 +17,9 @@ from dataclasses import dataclass, field
 import pygit2
 
 from worker.config import Config, RepoEntry
-from worker.errors import (
-    AccessDenied,
-    AmbiguousRepository,
-    RepoNotFound,
-    RevisionNotFound,
-)
+from worker.errors import RepoNotFound
 from worker.repos.layout import CacheLayout, MirrorState, trust_configured_repositories
+from worker.repos.registry import lookup_repo, not_mirrored, unknown_revision
 
 _HEX = re.compile(r"^[0-9a-f]{4,40}$")
 
@@ -55,36 +52,7 @@ class RepoCatalog:
 
     def lookup(self, ref: str, *, field: str = "repo") -> RepoEntry:
         """The registered repository `ref` (``owner/name`` or a bare ``name``) names."""
-        if "/" in ref:
-            entry = self.config.repo(ref)
-            candidates = [entry] if entry else []
-        else:
-            wanted = ref.lower()
-            candidates = [r for r in self.config.repos if r.name.split("/", 1)[1].lower() == wanted]
-        if not candidates:
-            raise AccessDenied(
-                f"{ref!r} is not a registered repository",
-                repo=ref,
-                field=field,
-                reason="not-registered",
-            )
-        if len(candidates) > 1:
-            names = sorted(c.name for c in candidates)
-            raise AmbiguousRepository(
-                f"{ref!r} matches {len(names)} repositories: {', '.join(names)}",
-                repo=ref,
-                field=field,
-                candidates=names,
-            )
-        entry = candidates[0]
-        if self.config.denied(entry.name):
-            raise AccessDenied(
-                f"{entry.name} is denied by the server's policy",
-                repo=entry.name,
-                field=field,
-                reason="policy",
-            )
-        return entry
+        return lookup_repo(self.config, ref, field=field)
 
     def servable(self) -> list[str]:
         """Registered, not denied and mirrored repositories, sorted by name."""
@@ -98,7 +66,7 @@ class RepoCatalog:
         """The published mirror state of a registered repository."""
         state = self.layout.read_state(name)
         if state is None or not self.layout.repo_dir(name).is_dir():
-            raise RepoNotFound(f"{name} is registered but not mirrored yet", repo=name)
+            raise not_mirrored(name)
         return state
 
     def identified_licenses(self, name: str, state: MirrorState) -> Mapping[str, str | None]:
@@ -147,11 +115,7 @@ class RepoCatalog:
             )
         commit = resolve_revision(repo, revision)
         if commit is None:
-            raise RevisionNotFound(
-                f"{revision!r} is not a commit, tag or branch of {name}",
-                repo=name,
-                revision=revision,
-            )
+            raise unknown_revision(name, revision)
         return ResolvedRepo(
             name=name, repo=repo, commit=commit, ref=revision, state=state, licenses=licenses
         )

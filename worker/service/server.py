@@ -17,10 +17,8 @@ import contextvars
 import functools
 import math
 import os
-import re
 import signal
 import time
-import uuid
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -37,19 +35,15 @@ from nats.micro.request import Request
 from nats.micro.service import EndpointStats, Service, ServiceConfig
 
 from contracts.subjects import (
-    HEADER_CONTENT_TYPE,
     HEADER_REQUEST_ID,
-    HEADER_SERVICE_ERROR,
-    HEADER_SERVICE_ERROR_CODE,
     QUEUE_GROUP,
-    REQUEST_ID_MAX_LENGTH,
-    REQUEST_ID_PATTERN,
     SERVICE_NAME,
     Subject,
 )
-from worker.errors import CapabilityDisabled, ConnectionLost, InvalidRequest
-from worker.service.codec import Codec, Codecs, error_from_exception
-from worker.service.replies import body_budget, check_fit, error_message
+from worker.errors import ConnectionLost
+from worker.service import exchange
+from worker.service.codec import Codec, Codecs
+from worker.service.replies import body_budget, check_fit
 
 log = structlog.get_logger(__name__)
 
@@ -175,10 +169,10 @@ class WorkerService:
     async def _handle(self, request: Request) -> None:
         started = time.monotonic()
         headers = request.headers or {}
-        request_id, bad_id = _request_id(headers.get(HEADER_REQUEST_ID))
+        request_id, bad_id = exchange.request_id_of(headers.get(HEADER_REQUEST_ID))
         subject = Subject(request.subject)
         codec = self._codecs.for_message(headers, request.data)
-        reply_headers = {HEADER_CONTENT_TYPE: codec.content_type, HEADER_REQUEST_ID: request_id}
+        reply_headers = exchange.reply_headers(codec.content_type, request_id)
         with structlog.contextvars.bound_contextvars(request_id=request_id, subject=subject.value):
             try:
                 if bad_id is not None:
@@ -219,10 +213,7 @@ class WorkerService:
         max_payload: int,
     ) -> Reply:
         capability = self._capabilities[subject]
-        if not capability.enabled:
-            raise CapabilityDisabled(
-                f"{subject.capability} is disabled on this server", capability=subject.capability
-            )
+        exchange.check_enabled(subject, enabled=capability.enabled)
         message = codec.decode(subject, data)
         if self._admission is not None:
             await self._admission(subject)
@@ -249,7 +240,13 @@ class WorkerService:
         subject: Subject,
         started: float,
     ) -> None:
-        error = error_from_exception(exc)
+        error, headers, body = exchange.error_reply(
+            exc,
+            request_id=request_id,
+            headers=headers,
+            max_payload=self._nc.max_payload,
+            encode=codec.encode,
+        )
         self._errors[subject.capability.replace(".", "_")][error.code] += 1
         fields = {
             "code": error.code,
@@ -259,49 +256,7 @@ class WorkerService:
             log.error("request.failed", exc_info=exc, **fields)
         else:
             log.info("request.refused", message=error.message, **fields)
-        headers = {
-            **headers,
-            HEADER_SERVICE_ERROR_CODE: error.code,
-            HEADER_SERVICE_ERROR: _header_value(error.message),
-        }
-        body = error_message(
-            request_id,
-            error,
-            max_payload=body_budget(self._nc.max_payload, headers),
-            encode=codec.encode,
-        )
         await request.respond(body, headers=headers)
-
-
-_REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
-
-
-def _request_id(given: str | None) -> tuple[str, InvalidRequest | None]:
-    """The id to answer under, and the refusal to answer with when `given` is no usable id.
-
-    No id (or an empty one) gets a fresh id; a malformed one gets a fresh id too, so that
-    nothing the caller sent unchecked is echoed in reply headers or logs.
-    """
-    if not given:
-        return uuid.uuid4().hex, None
-    if _REQUEST_ID.fullmatch(given):
-        return given, None
-    if len(given) > REQUEST_ID_MAX_LENGTH:
-        reason = f"{len(given)} characters is above the bound of {REQUEST_ID_MAX_LENGTH}"
-    else:
-        reason = "only the characters A-Z a-z 0-9 . _ : - may appear in it"
-    return uuid.uuid4().hex, InvalidRequest(
-        f"{HEADER_REQUEST_ID}: not a usable request id ({reason}); this answer carries a fresh one",
-        header=HEADER_REQUEST_ID,
-        length=len(given),
-        max_length=REQUEST_ID_MAX_LENGTH,
-        pattern=REQUEST_ID_PATTERN,
-    )
-
-
-def _header_value(text: str) -> str:
-    """A header-safe, bounded copy of `text` (NATS headers cannot hold line breaks)."""
-    return " ".join(text.split())[:200]
 
 
 @dataclass(frozen=True, slots=True)
