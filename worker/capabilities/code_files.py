@@ -33,7 +33,7 @@ from worker.capabilities.tooling import (
     pin,
     within_ceiling,
 )
-from worker.config import Config
+from worker.config import Config, ToolLimits
 from worker.errors import InvalidRequest, LimitExceeded, NotFound, Timeout
 from worker.languages import language_of
 from worker.licenses import LicenseCache
@@ -66,8 +66,7 @@ class CodeFiles:
 
     def read(self, request: CodeReadRequest, *, request_id: str) -> CodeReadResponse:
         """A bounded excerpt of the file at `request.path`, or its metadata only."""
-        segments = split_repo_path(request.path, field="path")
-        wanted = self._range(request)
+        segments, wanted = check_read(request, self.config.tools)
         pinned = pin(self.catalog, request.repo, request.revision)
         licensed = LicensedFiles(pinned, self.licenses, required=request.require_license)
         tree = commit_tree(pinned)
@@ -104,25 +103,6 @@ class CodeFiles:
         if is_binary(data):
             return _replace(base, **common, binary=True)
         return _replace(base, **common, **self._excerpt(pinned, entry, data, wanted))
-
-    def _range(self, request: CodeReadRequest) -> _Range:
-        limits = self.config.tools
-        start = request.start_line or 1
-        if request.end_line is None:
-            return _Range(start, start + limits.read_default_lines - 1)
-        if request.end_line < start:
-            raise InvalidRequest(
-                f"end_line: {request.end_line} is before start_line {start}", field="end_line"
-            )
-        count = request.end_line - start + 1
-        if count > limits.read_max_lines:
-            raise LimitExceeded(
-                f"end_line: {count} lines is above the ceiling of {limits.read_max_lines}",
-                field="end_line",
-                limit=limits.read_max_lines,
-                value=count,
-            )
-        return _Range(start, request.end_line)
 
     def _excerpt(
         self, pinned: ResolvedRepo, entry: TreeEntry, data: bytes, wanted: _Range
@@ -176,14 +156,7 @@ class CodeFiles:
         self, request: CodeListRequest, *, request_id: str, deadline: float
     ) -> CodeListResponse:
         """The entries of the directory at `request.path`, capped at `max_entries`."""
-        segments = split_repo_path(request.path, field="path", allow_root=True)
-        limits = self.config.tools
-        cap = within_ceiling(
-            "max_entries",
-            request.max_entries,
-            default=limits.list_default_entries,
-            ceiling=limits.list_max_entries,
-        )
+        segments, cap = check_list(request, self.config.tools)
         pinned = pin(self.catalog, request.repo, request.revision)
         tree = commit_tree(pinned)
         entry = find_entry(tree, segments, field="path")
@@ -216,6 +189,41 @@ class CodeFiles:
             total=len(entries),
             truncated=truncated,
         )
+
+
+def check_read(request: CodeReadRequest, limits: ToolLimits) -> tuple[tuple[str, ...], _Range]:
+    """The path's segments and the lines to read, or the failure the request alone is refused
+    with (a path that cannot be in a tree, a range backwards or above the ceiling)."""
+    segments = split_repo_path(request.path, field="path")
+    start = request.start_line or 1
+    if request.end_line is None:
+        return segments, _Range(start, start + limits.read_default_lines - 1)
+    if request.end_line < start:
+        raise InvalidRequest(
+            f"end_line: {request.end_line} is before start_line {start}", field="end_line"
+        )
+    count = request.end_line - start + 1
+    if count > limits.read_max_lines:
+        raise LimitExceeded(
+            f"end_line: {count} lines is above the ceiling of {limits.read_max_lines}",
+            field="end_line",
+            limit=limits.read_max_lines,
+            value=count,
+        )
+    return segments, _Range(start, request.end_line)
+
+
+def check_list(request: CodeListRequest, limits: ToolLimits) -> tuple[tuple[str, ...], int]:
+    """The directory's segments and the entries to list at most, or the failure the request
+    alone is refused with."""
+    segments = split_repo_path(request.path, field="path", allow_root=True)
+    cap = within_ceiling(
+        "max_entries",
+        request.max_entries,
+        default=limits.list_default_entries,
+        ceiling=limits.list_max_entries,
+    )
+    return segments, cap
 
 
 def _walk(

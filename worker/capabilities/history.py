@@ -28,7 +28,7 @@ from contracts.git import (
 )
 from worker.capabilities.classify import classify
 from worker.capabilities.tooling import pin, within_ceiling
-from worker.config import Config
+from worker.config import Config, ToolLimits
 from worker.errors import LimitExceeded, Timeout
 from worker.repos.catalog import RepoCatalog
 
@@ -98,19 +98,7 @@ class GitHistory:
         self, request: GitHistoryRequest, *, request_id: str, deadline: float
     ) -> GitHistoryResponse:
         """Commits of the window, newest first, at most `limit`."""
-        limits = self.config.tools
-        days = within_ceiling(
-            "since_days",
-            request.since_days,
-            default=limits.history_default_days,
-            ceiling=limits.history_max_days,
-        )
-        limit = within_ceiling(
-            "limit",
-            request.limit,
-            default=limits.history_default_limit,
-            ceiling=limits.history_max_limit,
-        )
+        days, limit = check_history(request, self.config.tools)
         pinned = pin(self.catalog, request.repo, request.revision)
         head = pinned.repo[pinned.commit].peel(pygit2.Commit)
         end = head.commit_time
@@ -164,22 +152,7 @@ class GitHistory:
     ) -> GitChurnResponse:
         """The most active modules of the window by commits, then lines changed."""
         limits = self.config.tools
-        days = window_days(request.time_window)
-        if days > limits.churn_max_window_days:
-            raise LimitExceeded(
-                f"time_window: {request.time_window} ({days} days) is above the ceiling of "
-                f"{limits.churn_max_window_days} days",
-                field="time_window",
-                limit=limits.churn_max_window_days,
-                value=days,
-            )
-        within_ceiling("depth", request.depth, default=1, ceiling=limits.churn_max_depth)
-        top = within_ceiling(
-            "limit",
-            request.limit,
-            default=limits.churn_default_modules,
-            ceiling=limits.churn_max_modules,
-        )
+        days, top = check_churn(request, limits)
         pinned = pin(self.catalog, request.repo, request.revision)
         end = pinned.repo[pinned.commit].peel(pygit2.Commit).commit_time
         since = end - days * DAY
@@ -245,6 +218,44 @@ class GitHistory:
                 touched.add(module_of(path, request.depth))
         for module in touched:
             modules[module].commits += 1
+
+
+def check_history(request: GitHistoryRequest, limits: ToolLimits) -> tuple[int, int]:
+    """The window's days and the commits to return at most, or LimitExceeded."""
+    days = within_ceiling(
+        "since_days",
+        request.since_days,
+        default=limits.history_default_days,
+        ceiling=limits.history_max_days,
+    )
+    limit = within_ceiling(
+        "limit",
+        request.limit,
+        default=limits.history_default_limit,
+        ceiling=limits.history_max_limit,
+    )
+    return days, limit
+
+
+def check_churn(request: GitChurnRequest, limits: ToolLimits) -> tuple[int, int]:
+    """The window's days and the modules to return at most, or LimitExceeded."""
+    days = window_days(request.time_window)
+    if days > limits.churn_max_window_days:
+        raise LimitExceeded(
+            f"time_window: {request.time_window} ({days} days) is above the ceiling of "
+            f"{limits.churn_max_window_days} days",
+            field="time_window",
+            limit=limits.churn_max_window_days,
+            value=days,
+        )
+    within_ceiling("depth", request.depth, default=1, ceiling=limits.churn_max_depth)
+    top = within_ceiling(
+        "limit",
+        request.limit,
+        default=limits.churn_default_modules,
+        ceiling=limits.churn_max_modules,
+    )
+    return days, top
 
 
 def module_of(path: str, depth: int) -> str:

@@ -4,19 +4,24 @@ Every policy and license decision is taken before the answer is assembled, so a 
 request raises exactly one failure and yields no artifacts (seed 001: no partial results).
 One pass: the scope is resolved once, the query analysed once for every repository, each
 blob read once and each file's license resolved once.
+
+The decisions that need no repository content are module functions (`check_research`,
+`research_scope`, `check_root_licenses`, `license_admits`): the mock Repo Reader
+(`worker.testing`) takes them with the same code.
 """
 
 from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import pygit2
 
 from contracts.research import RepoReaderRequest, ResearchArtifact, ResolvedRepo
-from worker.config import Config
+from worker.config import Config, RepoEntry
 from worker.errors import (
     AccessDenied,
     InternalError,
@@ -48,6 +53,26 @@ class ResearchLimits:
     max_excerpt_chars: int
     max_excerpts_per_repo: int
     max_total_excerpts: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResearchChecks:
+    """What a request alone decides: its limits, its license policy and its query's terms."""
+
+    limits: ResearchLimits
+    policy: LicensePolicy
+    weights: dict[str, float]
+    """The query's informative terms (in order of first appearance) with their weights."""
+
+
+class RepoRegistry(Protocol):
+    """What the scope of a request is decided against: the catalog, or the mock's registry."""
+
+    def lookup(self, ref: str, *, field: str = "repo") -> RepoEntry: ...
+
+    def servable(self) -> list[str]: ...
+
+    def state(self, name: str) -> object: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,10 +171,7 @@ class ResearchService:
             candidates, key=lambda c: (-c.hit.score, c.repo.name, c.hit.path, c.hit.start_line)
         )[: plan.limits.max_total_excerpts]
         if not chosen and plan.refused_licenses:
-            raise LicenseNotAllowed(
-                "every matching source carries a license the request does not allow",
-                licenses=sorted(plan.refused_licenses),
-            )
+            raise licenses_not_allowed(plan.refused_licenses)
         resolved = tuple(
             ResolvedRepo(
                 repo=r.name,
@@ -162,120 +184,32 @@ class ResearchService:
         return ResearchAnswer(resolved=resolved, artifacts=self._artifacts(chosen, plan))
 
     def _plan(self, request: RepoReaderRequest, deadline: float) -> _Plan:
-        limits = self.limits(request)
-        policy = LicensePolicy.from_constraints(
-            request.license_constraints.allowed_licenses,
-            request.license_constraints.compatible_with,
-        )
-        weights = query_weights(request.query)
-        if not weights:
-            raise RequestTooBroad(
-                "the query has no informative term (only stop words, single characters or symbols)",
-                field="query",
-            )
+        checked = check_research(request, self.config)
         return _Plan(
-            limits=limits,
-            policy=policy,
+            limits=checked.limits,
+            policy=checked.policy,
             require_license=request.license_constraints.require_license,
-            weights=weights,
+            weights=checked.weights,
             deadline=deadline,
             refused_licenses=set(),
         )
 
     def limits(self, request: RepoReaderRequest) -> ResearchLimits:
         """The limits in force, or LimitExceeded naming the first one above its ceiling."""
-        ceilings, defaults = self.config.limits, self.config.defaults
-        if len(request.query) > ceilings.max_query_chars:
-            raise LimitExceeded(
-                f"query: {len(request.query)} characters is above the ceiling of "
-                f"{ceilings.max_query_chars}",
-                field="query",
-                limit=ceilings.max_query_chars,
-                value=len(request.query),
-            )
-        repo_c, file_c = request.repo_constraints, request.file_constraints
-        asked = {
-            "repo_constraints.max_repos": repo_c.max_repos,
-            "file_constraints.max_excerpt_chars": file_c.max_excerpt_chars,
-            "file_constraints.max_excerpts_per_repo": file_c.max_excerpts_per_repo,
-            "result_limits.max_total_excerpts": request.result_limits.max_total_excerpts,
-        }
-        values: dict[str, int] = {}
-        for field, value in asked.items():
-            name = field.rsplit(".", 1)[1]
-            ceiling: int = getattr(ceilings, name)
-            if value is not None and value > ceiling:
-                raise LimitExceeded(
-                    f"{field}: {value} is above the ceiling of {ceiling}",
-                    field=field,
-                    limit=ceiling,
-                    value=value,
-                )
-            values[name] = value if value is not None else getattr(defaults, name)
-        return ResearchLimits(**values)
+        return research_limits(request, self.config)
 
     def scope(self, request: RepoReaderRequest, limits: ResearchLimits) -> list[str]:
         """The repository names in scope: allowlist (or everything mirrored) minus denylist."""
-        constraints = request.repo_constraints
-        if constraints.allowlist is not None:
-            names = []
-            for i, ref in enumerate(constraints.allowlist):
-                names.append(
-                    self.catalog.lookup(ref, field=f"repo_constraints.allowlist[{i}]").name
-                )
-        else:
-            names = self.catalog.servable()
-            if not names:
-                raise RepoNotFound("no repository is mirrored yet")
-        denied = set()
-        for i, ref in enumerate(constraints.denylist):
-            try:
-                denied.add(self.catalog.lookup(ref, field=f"repo_constraints.denylist[{i}]").name)
-            except AccessDenied:
-                continue  # denying what is not served anyway changes nothing
-        scope = sorted(set(names) - denied)
-        if not scope:
-            raise InvalidRequest(
-                "the denylist removes every repository in scope", field="repo_constraints.denylist"
-            )
-        if len(scope) > limits.max_repos:
-            raise RequestTooBroad(
-                f"{len(scope)} repositories in scope, more than max_repos = {limits.max_repos}; "
-                "narrow it with repo_constraints.allowlist",
-                field="repo_constraints.max_repos",
-                repos_in_scope=len(scope),
-                max_repos=limits.max_repos,
-            )
-        for name in scope:
-            self.catalog.state(name)  # every repository in scope must be mirrored
-        for ref in constraints.revisions:
-            if (
-                self.catalog.lookup(ref, field=f"repo_constraints.revisions.{ref}").name
-                not in scope
-            ):
-                raise InvalidRequest(
-                    f"repo_constraints.revisions names {ref!r}, which is not in scope",
-                    field=f"repo_constraints.revisions.{ref}",
-                )
-        return scope
+        return research_scope(self.catalog, request, limits)
 
     def _revision_for(self, request: RepoReaderRequest, name: str) -> str | None:
-        for ref, revision in request.repo_constraints.revisions.items():
-            if self.catalog.lookup(ref).name == name:
-                return revision
-        return None
+        return revision_for(self.catalog, request, name)
 
     def _root_licenses(
         self, reads: dict[str, _RepoReads], *, required: bool
     ) -> dict[str, LicenseInfo | None]:
         roots = {name: r.root_license() for name, r in reads.items()}
-        missing = sorted(name for name, info in roots.items() if info is None)
-        if required and missing:
-            raise LicenseUnavailable(
-                f"no license could be detected for {', '.join(missing)}; "
-                "set license_constraints.require_license = false to accept unlicensed sources",
-                repos=missing,
-            )
+        check_root_licenses(roots, required=required)
         return roots
 
     def _candidates(
@@ -287,12 +221,12 @@ class ResearchService:
         for hit in ranked:
             plan.check_deadline()
             info = reads.license(hit.path, hit.blob)
-            if info is None and plan.require_license:
-                reads.forget(hit.path)
-                continue
-            spdx = info.spdx if info else NO_LICENSE
-            if not plan.policy.admits(spdx):
-                plan.refused_licenses.add(spdx)
+            if not license_admits(
+                info.spdx if info else None,
+                plan.policy,
+                require_license=plan.require_license,
+                refused=plan.refused_licenses,
+            ):
                 reads.forget(hit.path)
                 continue
             found.append(
@@ -307,7 +241,7 @@ class ResearchService:
         by_file: dict[tuple[str, str], list[_Candidate]] = defaultdict(list)
         for candidate in chosen:
             by_file[(candidate.repo.name, candidate.hit.path)].append(candidate)
-        weight = _line_weight(plan.weights)
+        weight = line_weight(plan.weights)
         scored: list[tuple[float, ResearchArtifact]] = []
         for candidates in by_file.values():
             plan.check_deadline()
@@ -365,10 +299,148 @@ def _tree(repo: pygit2.Repository, commit: str) -> pygit2.Tree:
     return repo[commit].peel(pygit2.Commit).tree
 
 
-def _line_weight(terms: Iterable[str]) -> Callable[[str], float]:
+def line_weight(terms: Iterable[str]) -> Callable[[str], float]:
+    """How much a line weighs when an excerpt is cut: how many of `terms` it holds."""
     wanted = frozenset(terms)
 
     def weigh(line: str) -> float:
         return float(sum(1 for token in text_terms(line) if token in wanted))
 
     return weigh
+
+
+def check_research(request: RepoReaderRequest, config: Config) -> ResearchChecks:
+    """What the request alone decides, or the failure it is refused with: a limit above its
+    ceiling (LIMIT_EXCEEDED), a license id that is none (INVALID_REQUEST), a query with no
+    informative term (REQUEST_TOO_BROAD)."""
+    limits = research_limits(request, config)
+    policy = LicensePolicy.from_constraints(
+        request.license_constraints.allowed_licenses,
+        request.license_constraints.compatible_with,
+    )
+    weights = query_weights(request.query)
+    if not weights:
+        raise RequestTooBroad(
+            "the query has no informative term (only stop words, single characters or symbols)",
+            field="query",
+        )
+    return ResearchChecks(limits=limits, policy=policy, weights=weights)
+
+
+def research_limits(request: RepoReaderRequest, config: Config) -> ResearchLimits:
+    """The limits in force, or LimitExceeded naming the first one above its ceiling."""
+    ceilings, defaults = config.limits, config.defaults
+    if len(request.query) > ceilings.max_query_chars:
+        raise LimitExceeded(
+            f"query: {len(request.query)} characters is above the ceiling of "
+            f"{ceilings.max_query_chars}",
+            field="query",
+            limit=ceilings.max_query_chars,
+            value=len(request.query),
+        )
+    repo_c, file_c = request.repo_constraints, request.file_constraints
+    asked = {
+        "repo_constraints.max_repos": repo_c.max_repos,
+        "file_constraints.max_excerpt_chars": file_c.max_excerpt_chars,
+        "file_constraints.max_excerpts_per_repo": file_c.max_excerpts_per_repo,
+        "result_limits.max_total_excerpts": request.result_limits.max_total_excerpts,
+    }
+    values: dict[str, int] = {}
+    for field, value in asked.items():
+        name = field.rsplit(".", 1)[1]
+        ceiling: int = getattr(ceilings, name)
+        if value is not None and value > ceiling:
+            raise LimitExceeded(
+                f"{field}: {value} is above the ceiling of {ceiling}",
+                field=field,
+                limit=ceiling,
+                value=value,
+            )
+        values[name] = value if value is not None else getattr(defaults, name)
+    return ResearchLimits(**values)
+
+
+def research_scope(
+    registry: RepoRegistry, request: RepoReaderRequest, limits: ResearchLimits
+) -> list[str]:
+    """The repository names in scope: allowlist (or everything mirrored) minus denylist."""
+    constraints = request.repo_constraints
+    if constraints.allowlist is not None:
+        names = []
+        for i, ref in enumerate(constraints.allowlist):
+            names.append(registry.lookup(ref, field=f"repo_constraints.allowlist[{i}]").name)
+    else:
+        names = registry.servable()
+        if not names:
+            raise RepoNotFound("no repository is mirrored yet")
+    denied = set()
+    for i, ref in enumerate(constraints.denylist):
+        try:
+            denied.add(registry.lookup(ref, field=f"repo_constraints.denylist[{i}]").name)
+        except AccessDenied:
+            continue  # denying what is not served anyway changes nothing
+    scope = sorted(set(names) - denied)
+    if not scope:
+        raise InvalidRequest(
+            "the denylist removes every repository in scope", field="repo_constraints.denylist"
+        )
+    if len(scope) > limits.max_repos:
+        raise RequestTooBroad(
+            f"{len(scope)} repositories in scope, more than max_repos = {limits.max_repos}; "
+            "narrow it with repo_constraints.allowlist",
+            field="repo_constraints.max_repos",
+            repos_in_scope=len(scope),
+            max_repos=limits.max_repos,
+        )
+    for name in scope:
+        registry.state(name)  # every repository in scope must be mirrored
+    for ref in constraints.revisions:
+        if registry.lookup(ref, field=f"repo_constraints.revisions.{ref}").name not in scope:
+            raise InvalidRequest(
+                f"repo_constraints.revisions names {ref!r}, which is not in scope",
+                field=f"repo_constraints.revisions.{ref}",
+            )
+    return scope
+
+
+def revision_for(registry: RepoRegistry, request: RepoReaderRequest, name: str) -> str | None:
+    """The revision the request pins repository `name` to, if any."""
+    for ref, revision in request.repo_constraints.revisions.items():
+        if registry.lookup(ref).name == name:
+            return revision
+    return None
+
+
+def check_root_licenses(roots: Mapping[str, object | None], *, required: bool) -> None:
+    """LicenseUnavailable when a license is required and a repository in scope has none
+    (`roots`: each repository's root license, None when none was detected)."""
+    missing = sorted(name for name, info in roots.items() if info is None)
+    if required and missing:
+        raise LicenseUnavailable(
+            f"no license could be detected for {', '.join(missing)}; "
+            "set license_constraints.require_license = false to accept unlicensed sources",
+            repos=missing,
+        )
+
+
+def license_admits(
+    spdx: str | None, policy: LicensePolicy, *, require_license: bool, refused: set[str]
+) -> bool:
+    """Whether a source under `spdx` (None: no license found) may be excerpted; a license the
+    policy refuses is added to `refused`, for `licenses_not_allowed`."""
+    if spdx is None:
+        if require_license:
+            return False
+        spdx = NO_LICENSE
+    if not policy.admits(spdx):
+        refused.add(spdx)
+        return False
+    return True
+
+
+def licenses_not_allowed(refused: Iterable[str]) -> LicenseNotAllowed:
+    """The refusal when every matching source carries a license the request does not allow."""
+    return LicenseNotAllowed(
+        "every matching source carries a license the request does not allow",
+        licenses=sorted(refused),
+    )

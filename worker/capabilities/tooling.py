@@ -62,19 +62,24 @@ def within_ceiling(field: str, value: int | None, *, default: int, ceiling: int)
     return value
 
 
+def check_root_license(name: str, root: object | None, *, required: bool) -> None:
+    """LicenseUnavailable when a license is `required` and repository `name` has no `root`
+    license."""
+    if root is None and required:
+        raise LicenseUnavailable(
+            f"no license could be detected for {name}; "
+            "set require_license = false to accept unlicensed sources",
+            repos=[name],
+        )
+
+
 class LicensedFiles:
     """Licenses of the files of one pinned commit, with the repository-wide requirement."""
 
     def __init__(self, pinned: ResolvedRepo, cache: LicenseCache, *, required: bool) -> None:
         self._resolver = LicenseResolver(pinned.repo, cache=cache, identified=pinned.licenses)
         self._tree = commit_tree(pinned)
-        root = self._resolver.for_root(self._tree)
-        if root is None and required:
-            raise LicenseUnavailable(
-                f"no license could be detected for {pinned.name}; "
-                "set require_license = false to accept unlicensed sources",
-                repos=[pinned.name],
-            )
+        check_root_license(pinned.name, self._resolver.for_root(self._tree), required=required)
 
     def of(self, path: str, blob_id: str, data: bytes | None) -> Attribution:
         """The license of the file at `path`: blob `blob_id`, whose content is `data` (None

@@ -37,7 +37,7 @@ from worker.capabilities.code_search.matcher import (
     is_whole_word,
 )
 from worker.capabilities.tooling import Attribution, LicensedFiles, pin, within_ceiling
-from worker.config import Config
+from worker.config import Config, ToolLimits
 from worker.errors import LimitExceeded, Timeout
 from worker.index import CommitIndex, IndexStore
 from worker.index.analysis.trigrams import DEFINITION_LINE
@@ -145,28 +145,7 @@ class CodeSearch:
 
     def search(self, request: CodeSearchRequest, *, deadline: float) -> SearchAnswer:
         """Check, resolve and search; raises a RepoReaderFailure for any refusal."""
-        limits = self.config.tools
-        if len(request.query) > limits.search_max_query_chars:
-            raise LimitExceeded(
-                f"query: {len(request.query)} characters is above the ceiling of "
-                f"{limits.search_max_query_chars}",
-                field="query",
-                limit=limits.search_max_query_chars,
-                value=len(request.query),
-            )
-        max_results = within_ceiling(
-            "max_results",
-            request.max_results,
-            default=limits.search_default_results,
-            ceiling=limits.search_max_results,
-        )
-        compiled = compile_query(
-            request.query,
-            regex=request.regex,
-            ignore_case=request.ignore_case,
-            max_mem=limits.search_regex_max_mem_bytes,
-        )
-        wanted = _path_selector(request)
+        max_results, compiled, wanted = check_search(request, self.config.tools)
         pinned = pin(self.catalog, request.repo, request.revision)
         licensed = LicensedFiles(pinned, self.licenses, required=request.require_license)
         index = self.view(
@@ -307,6 +286,35 @@ class Scan:
                 quality += 0.2
             score = round(QUALITY_WEIGHT * quality + PRIOR_WEIGHT * prior, 4)
             self.top.add(Found(score=score, row=row, line=line, data=data))
+
+
+def check_search(
+    request: CodeSearchRequest, limits: ToolLimits
+) -> tuple[int, CompiledQuery, _Selector]:
+    """The hits to return at most, the compiled query and the path selector, or the failure the
+    request alone is refused with (a limit above its ceiling, a pattern RE2 refuses, a line
+    break in the query, an unknown language, a glob that leaves the tree)."""
+    if len(request.query) > limits.search_max_query_chars:
+        raise LimitExceeded(
+            f"query: {len(request.query)} characters is above the ceiling of "
+            f"{limits.search_max_query_chars}",
+            field="query",
+            limit=limits.search_max_query_chars,
+            value=len(request.query),
+        )
+    max_results = within_ceiling(
+        "max_results",
+        request.max_results,
+        default=limits.search_default_results,
+        ceiling=limits.search_max_results,
+    )
+    compiled = compile_query(
+        request.query,
+        regex=request.regex,
+        ignore_case=request.ignore_case,
+        max_mem=limits.search_regex_max_mem_bytes,
+    )
+    return max_results, compiled, _path_selector(request)
 
 
 def _path_selector(request: CodeSearchRequest) -> _Selector:

@@ -38,7 +38,7 @@ from worker.capabilities.graph.entities import (
 from worker.capabilities.graph.graphs import FileText, GraphStore, PinnedGraph
 from worker.capabilities.graph.names import NameIndex
 from worker.capabilities.tooling import LicensedFiles, pin, within_ceiling
-from worker.config import Config
+from worker.config import Config, ToolLimits
 from worker.errors import NotFound
 from worker.index.views.graph.model import CommitGraph, EntityType, Relation, Step
 from worker.repos.catalog import RepoCatalog
@@ -201,13 +201,7 @@ class GraphQueries:
     ) -> GraphTraverseResponse:
         """The subgraph within `depth` hops of the start entities."""
         started = time.perf_counter()
-        limits = self.config.tools
-        cap = within_ceiling(
-            "max_nodes",
-            request.max_nodes,
-            default=limits.graph_default_nodes,
-            ceiling=limits.graph_max_nodes,
-        )
+        cap = check_traverse(request, self.config.tools)
         pinned, _ = self._open(
             request.repo, request.revision, deadline=deadline, require_license=False
         )
@@ -298,6 +292,16 @@ class GraphQueries:
             ref=pinned.pinned.ref,
             entities=tuple(details),
         )
+
+
+def check_traverse(request: GraphTraverseRequest, limits: ToolLimits) -> int:
+    """The nodes to return at most, or LimitExceeded."""
+    return within_ceiling(
+        "max_nodes",
+        request.max_nodes,
+        default=limits.graph_default_nodes,
+        ceiling=limits.graph_max_nodes,
+    )
 
 
 def _nodes(graph: CommitGraph, ids: Sequence[str], field: str) -> list[int]:
