@@ -20,7 +20,13 @@ from typing import Any, Generic, Self, TypeVar
 import msgspec
 
 from contracts.research import RepoReaderRequest, RepoReaderResponse, ResearchArtifact, ResolvedRepo
-from contracts.subjects import Subject
+from contracts.subjects import (
+    CONTENT_TYPE_JSON,
+    CONTENT_TYPE_MSGPACK,
+    HEADER_CONTENT_TYPE,
+    HEADER_REQUEST_ID,
+    Subject,
+)
 from worker.errors import InternalError, failure_from_error
 
 ResponseT = TypeVar("ResponseT", bound=msgspec.Struct)
@@ -38,6 +44,14 @@ class ResearchResult:
 def encode_request(request: msgspec.Struct, *, json: bool) -> bytes:
     """The bytes of a request: JSON or MessagePack."""
     return msgspec.json.encode(request) if json else msgspec.msgpack.encode(request)
+
+
+def request_headers(request_id: str, *, json: bool) -> dict[str, str]:
+    """The headers a request carries: its encoding and its id."""
+    return {
+        HEADER_CONTENT_TYPE: CONTENT_TYPE_JSON if json else CONTENT_TYPE_MSGPACK,
+        HEADER_REQUEST_ID: request_id,
+    }
 
 
 class AnswerReader(Generic[ResponseT]):

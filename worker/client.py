@@ -26,14 +26,14 @@ from nats.aio.client import Client as NATS
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from contracts.research import ResearchArtifact
-from contracts.subjects import (
-    CONTENT_TYPE_JSON,
-    CONTENT_TYPE_MSGPACK,
-    HEADER_CONTENT_TYPE,
-    HEADER_REQUEST_ID,
-    Subject,
+from contracts.subjects import Subject
+from worker.calls import (
+    AnswerReader,
+    RepoReaderAPI,
+    ResearchResult,
+    encode_request,
+    request_headers,
 )
-from worker.calls import AnswerReader, RepoReaderAPI, ResearchResult, encode_request
 from worker.errors import AccessDenied, NoAnswer, NoResponders
 
 __all__ = [
@@ -194,10 +194,7 @@ class RepoReaderClient(RepoReaderAPI):
             subject.value, asyncio.get_running_loop().create_future()
         )
         subscription = await self._nc.subscribe(inbox)
-        headers = {
-            HEADER_CONTENT_TYPE: CONTENT_TYPE_JSON if self._json else CONTENT_TYPE_MSGPACK,
-            HEADER_REQUEST_ID: request_id,
-        }
+        headers = request_headers(request_id, json=self._json)
         reader = AnswerReader(response_type, json=self._json, request_id=request_id)
         try:
             await self._nc.publish(subject.value, payload, reply=inbox, headers=headers)
