@@ -1,0 +1,51 @@
+"""Tests of the client's transport-free half: request bytes, reading reply messages in order."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from contracts import CONTENT_TYPE_JSON, CONTENT_TYPE_MSGPACK, RepoReaderRequest, RepoReaderResponse
+from contracts.errors import ErrorReply, RepoReaderError
+from worker.calls import AnswerReader, encode_request, request_headers
+from worker.errors import InternalError, LimitExceeded
+
+
+def test_requests_are_encoded_as_asked() -> None:
+    """JSON or MessagePack bodies, with the matching Content-Type and the request id."""
+    request = RepoReaderRequest(query="x")
+    assert (
+        msgspec.json.decode(encode_request(request, json=True), type=RepoReaderRequest) == request
+    )
+    assert msgspec.msgpack.decode(encode_request(request, json=False))["query"] == "x"
+    assert request_headers("r1", json=True) == {
+        "Content-Type": CONTENT_TYPE_JSON,
+        "Repo-Reader-Request-Id": "r1",
+    }
+    assert request_headers("r1", json=False)["Content-Type"] == CONTENT_TYPE_MSGPACK
+
+
+def test_batches_are_read_until_the_last() -> None:
+    """Each batch is kept in order; the one with `last` completes the answer."""
+    reader = AnswerReader(RepoReaderResponse, json=False, request_id="r1")
+    first = RepoReaderResponse(request_id="r1", batch=0, last=False)
+    second = RepoReaderResponse(request_id="r1", batch=1, last=True)
+    assert not reader.take(msgspec.msgpack.encode(first))
+    assert reader.take(msgspec.msgpack.encode(second))
+    assert reader.batches == [first, second]
+
+
+def test_an_error_message_raises_its_failure() -> None:
+    """An error reply raises the exception of its code with the service's details."""
+    reader = AnswerReader(RepoReaderResponse, json=True, request_id="r1")
+    error = RepoReaderError(code="LIMIT_EXCEEDED", message="too many", details={"limit": 3})
+    with pytest.raises(LimitExceeded) as raised:
+        reader.take(msgspec.json.encode(ErrorReply(request_id="r1", errors=(error,))))
+    assert raised.value.details == {"limit": 3}
+
+
+def test_a_batch_out_of_order_is_internal() -> None:
+    """A batch that skips one is InternalError, never silently joined."""
+    reader = AnswerReader(RepoReaderResponse, json=False, request_id="r1")
+    with pytest.raises(InternalError):
+        reader.take(msgspec.msgpack.encode(RepoReaderResponse(request_id="r1", batch=1)))
