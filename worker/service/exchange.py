@@ -77,6 +77,21 @@ def error_reply(
     """The wire error for `exc`, the headers of its message and its body within `max_payload`
     (the server's max payload, which counts the headers)."""
     error = error_from_exception(exc)
+    headers, body = error_reply_of(
+        error, request_id=request_id, headers=headers, max_payload=max_payload, encode=encode
+    )
+    return error, headers, body
+
+
+def error_reply_of(
+    error: RepoReaderError,
+    *,
+    request_id: str,
+    headers: dict[str, str],
+    max_payload: int,
+    encode: Callable[[Any], bytes],
+) -> tuple[dict[str, str], bytes]:
+    """The headers and body of the message that answers with `error`, within `max_payload`."""
     headers = {
         **headers,
         HEADER_SERVICE_ERROR_CODE: error.code,
@@ -85,7 +100,7 @@ def error_reply(
     body = error_message(
         request_id, error, max_payload=body_budget(max_payload, headers), encode=encode
     )
-    return error, headers, body
+    return headers, body
 
 
 def header_value(text: str) -> str:
