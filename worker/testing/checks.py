@@ -16,7 +16,6 @@ from worker.capabilities.code_search.search import check_search
 from worker.capabilities.graph.queries import check_traverse
 from worker.capabilities.history import check_churn, check_history
 from worker.capabilities.research import (
-    NO_LICENSE,
     ResearchChecks,
     check_research,
     check_root_licenses,
@@ -30,7 +29,6 @@ from worker.capabilities.tooling import check_root_license
 from worker.config import ToolLimits
 
 __all__ = [
-    "NO_LICENSE",
     "ResearchChecks",
     "check_research",
     "check_root_license",

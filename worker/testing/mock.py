@@ -77,6 +77,12 @@ _CAPPED: Final[Mapping[Subject, tuple[str, ...]]] = {
     **{subject: (name,) for subject, name in BATCHED.items()},
     Subject.GRAPH_DIFF: ("entities", "edges"),
 }
+"""The lists a request's cap bounds, per subject."""
+_CUT_MEANS_TRUNCATED: Final = frozenset(
+    {Subject.CODE_SEARCH, Subject.CODE_LIST, Subject.GIT_HISTORY, Subject.GRAPH_SEARCH,
+     Subject.GRAPH_TRAVERSE, Subject.GRAPH_DIFF}
+)  # fmt: skip
+"""Subjects whose `truncated` says the capped list had more (git.churn's is about commits)."""
 _HEX: Final = re.compile(r"^[0-9a-f]{4,40}$")
 _LINES: Final = re.compile(r";lines=[0-9-]+$")
 
@@ -534,7 +540,12 @@ class MockRepoReader:
         else:
             response = configured
         return _shape(
-            response, request_id=request_id, fill=fill, cap=cap, lists=_CAPPED.get(subject, ())
+            response,
+            request_id=request_id,
+            fill=fill,
+            cap=cap,
+            lists=_CAPPED.get(subject, ()),
+            mark_truncated=subject in _CUT_MEANS_TRUNCATED,
         )
 
     @staticmethod
@@ -636,6 +647,7 @@ def _shape(
     fill: Mapping[str, Any],
     cap: int | None,
     lists: Sequence[str],
+    mark_truncated: bool,
 ) -> msgspec.Struct:
     """`response` as one whole answer to `request_id`: the envelope reset, the fields the
     service always sets filled in where left at their defaults, its lists capped."""
@@ -649,7 +661,7 @@ def _shape(
             items = getattr(response, name)
             if len(items) > cap:
                 changes[name] = tuple(items[:cap])
-                if "truncated" in response.__struct_fields__:
+                if mark_truncated:
                     changes["truncated"] = True
         if "total" in response.__struct_fields__ and "entries" in changes:
             changes["total"] = cap

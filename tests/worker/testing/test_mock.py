@@ -22,8 +22,11 @@ from contracts import (
     CodeSearchResponse,
     DirectoryEntry,
     ErrorCode,
+    GitChurnRequest,
+    GitChurnResponse,
     GraphDiffRequest,
     GraphDiffResponse,
+    ModuleChurn,
     RepoReaderRequest,
     RepoReaderResponse,
     RepoStatusRequest,
@@ -383,6 +386,21 @@ def test_a_tool_answer_is_filled_in_and_capped(reader: MockRepoReader) -> None:
     assert answer.truncated
     assert answer.commit == fake_sha(FLASK)
     assert answer.request_id == reader.calls[-1].request_id
+
+
+def test_capped_lists_keep_their_own_meaning(reader: MockRepoReader) -> None:
+    """A listing cut to max_entries counts what it holds; churn's `truncated` stays about
+    commits, so cutting modules leaves it alone."""
+    entry = DirectoryEntry(name="a", path="a", type="file")
+    reader.on(Subject.CODE_LIST, CodeListResponse(request_id="", entries=(entry,) * 9, total=9))
+    listing = call(
+        reader, Subject.CODE_LIST, CodeListRequest(repo=FLASK, max_entries=4), CodeListResponse
+    )
+    assert (len(listing.entries), listing.total, listing.truncated) == (4, 4, True)
+    module = ModuleChurn(path="src", commit_count=1)
+    reader.on(Subject.GIT_CHURN, GitChurnResponse(request_id="", modules=(module,) * 9))
+    churn = call(reader, Subject.GIT_CHURN, GitChurnRequest(repo=FLASK, limit=2), GitChurnResponse)
+    assert (len(churn.modules), churn.truncated) == (2, False)
 
 
 def test_a_function_answers_from_the_request(reader: MockRepoReader) -> None:
