@@ -32,8 +32,11 @@ from contracts.subjects import (
     CONTENT_TYPE_JSON,
     CONTENT_TYPE_MSGPACK,
     HEADER_CONTENT_TYPE,
+    HEADER_MSG_ID,
+    HEADER_REPLY_TO,
     HEADER_REQUEST_ID,
     Subject,
+    durable_subject,
 )
 from worker.errors import AccessDenied, InternalError, NoAnswer, NoResponders, failure_from_error
 
@@ -182,6 +185,70 @@ class RepoReaderClient:
                 last_error = exc
         assert last_error is not None
         raise last_error
+
+    async def durable_call(
+        self,
+        subject: Subject,
+        request: msgspec.Struct,
+        response_type: type[ResponseT],
+        *,
+        request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> list[ResponseT]:
+        """Send `request` through the durable request stream; every message of its answer.
+
+        The stream keeps the request until a worker has answered it (another worker takes it
+        over if one dies) and drops a repeat of the same request id; a request no worker
+        could answer comes back as one error. A redelivered answer's repeated messages are
+        ignored, so each message is seen once.
+        """
+        rid = request_id or uuid.uuid4().hex
+        payload = msgspec.json.encode(request) if self._json else msgspec.msgpack.encode(request)
+        decoder: Any = (msgspec.json.Decoder if self._json else msgspec.msgpack.Decoder)(
+            response_type
+        )
+        wait = timeout or self._timeout
+        inbox = self._nc.new_inbox()
+        subscription = await self._nc.subscribe(inbox)
+        headers = {
+            HEADER_CONTENT_TYPE: CONTENT_TYPE_JSON if self._json else CONTENT_TYPE_MSGPACK,
+            HEADER_REQUEST_ID: rid,
+            HEADER_REPLY_TO: inbox,
+            HEADER_MSG_ID: rid,
+        }
+        deadline = time.monotonic() + wait
+        batches: list[Any] = []
+        try:
+            await self._nc.jetstream().publish(
+                durable_subject(subject), payload, headers=headers, timeout=wait
+            )
+            while True:
+                try:
+                    message = await subscription.next_msg(
+                        timeout=max(deadline - time.monotonic(), 0.001)
+                    )
+                except NatsTimeoutError:
+                    raise NoAnswer(
+                        f"no complete answer to the durable {subject.capability} within {wait:g} s",
+                        request_id=rid,
+                        batches_received=len(batches),
+                    ) from None
+                response = decoder.decode(message.data)
+                if response.errors:
+                    error = response.errors[0]
+                    raise failure_from_error(error.code, error.message, dict(error.details))
+                if response.batch < len(batches):
+                    continue  # a redelivered answer repeats what arrived already
+                if response.batch != len(batches):
+                    raise InternalError(
+                        f"batch {response.batch} arrived where batch {len(batches)} was due",
+                        request_id=rid,
+                    )
+                batches.append(response)
+                if response.last:
+                    return batches
+        finally:
+            await subscription.unsubscribe()
 
     async def _attempt(
         self, subject: Subject, payload: bytes, decoder: Any, request_id: str, timeout: float

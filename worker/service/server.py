@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import nats
 import structlog
@@ -83,6 +83,12 @@ class Capability:
     request_type: type[Any]
     handle: Callable[[Any, RequestContext], Reply]
     enabled: bool = True
+
+
+class Respond(Protocol):
+    """Sends one message of an answer (to the request's reply subject)."""
+
+    def __call__(self, data: bytes, *, headers: dict[str, str]) -> Awaitable[None]: ...
 
 
 Admission = Callable[[Subject], Awaitable[None]]
@@ -173,11 +179,18 @@ class WorkerService:
         return {"errors_by_code": dict(sorted(self._errors[endpoint.name].items()))}
 
     async def _handle(self, request: Request) -> None:
+        await self.serve_message(
+            Subject(request.subject), request.data, request.headers or {}, request.respond
+        )
+
+    async def serve_message(
+        self, subject: Subject, data: bytes, headers: Mapping[str, str], respond: Respond
+    ) -> None:
+        """Answer one request, however it came (core request-reply or a durable stream):
+        every message of the answer, or one error, goes to `respond`."""
         started = time.monotonic()
-        headers = request.headers or {}
         request_id, bad_id = _request_id(headers.get(HEADER_REQUEST_ID))
-        subject = Subject(request.subject)
-        codec = self._codecs.for_message(headers, request.data)
+        codec = self._codecs.for_message(headers, data)
         reply_headers = {HEADER_CONTENT_TYPE: codec.content_type, HEADER_REQUEST_ID: request_id}
         with structlog.contextvars.bound_contextvars(request_id=request_id, subject=subject.value):
             try:
@@ -185,12 +198,12 @@ class WorkerService:
                     raise bad_id
                 budget = body_budget(self._nc.max_payload, reply_headers)
                 reply = await self._answer(
-                    subject, request.data, codec, request_id, started, max_payload=budget
+                    subject, data, codec, request_id, started, max_payload=budget
                 )
                 check_fit(reply.messages, max_payload=budget)
             except Exception as exc:
                 await self._reply_error(
-                    request,
+                    respond,
                     exc,
                     codec=codec,
                     request_id=request_id,
@@ -200,7 +213,7 @@ class WorkerService:
                 )
                 return
             for message in reply.messages:
-                await request.respond(message, headers=reply_headers)
+                await respond(message, headers=reply_headers)
             log.info(
                 "request.answered",
                 messages=len(reply.messages),
@@ -240,7 +253,7 @@ class WorkerService:
 
     async def _reply_error(
         self,
-        request: Request,
+        respond: Respond,
         exc: Exception,
         *,
         codec: Codec,
@@ -270,7 +283,7 @@ class WorkerService:
             max_payload=body_budget(self._nc.max_payload, headers),
             encode=codec.encode,
         )
-        await request.respond(body, headers=headers)
+        await respond(body, headers=headers)
 
 
 _REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
