@@ -9,8 +9,8 @@ gersteinlab/LocAgent repository, from the local copy `--locagent` names; it need
 matplotlib) builds its graph of a checkout of the same commit in the same run, for Python
 corpora. Edge precision and recall are measured on `bench.graph_cases`, small repositories
 whose import, invoke and inherit edges are listed by hand, one per language. On Django,
-corpus, graph.search and depth-2 graph.traverse run over NATS against one worker: the first
-call (it builds the commit's graph) and the median of the others.
+graph.search and depth-2 graph.traverse run over NATS against one worker: the first call (it
+maps the graph the mirror published) and the median of the others.
 """
 
 from __future__ import annotations
