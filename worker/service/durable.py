@@ -1,4 +1,5 @@
-"""Durable requests: a JetStream work-queue stream the workers consume beside core request-reply.
+"""Durable requests: a JetStream stream the workers consume as a work queue, beside core
+request-reply, which also records every request for replay.
 
 An orchestrator publishes a request to `repo_reader.v1.durable.<capability>` with its request
 id as `Nats-Msg-Id` (the stream drops a repeat within the duplicate window) and its reply
@@ -7,7 +8,8 @@ they answer core requests (same batches, to that reply subject), and acknowledge
 the answer is published; while working they tell the server so (progress acks), so a live
 worker keeps its request and a dead one loses it to another worker after `ack_wait`. After
 `max_deliver` deliveries without an answer, the worker that sees the server's advisory sends
-the caller one structured error and removes the request: never silence.
+the caller one structured error: never silence. The stream keeps requests (acknowledged or
+not) for `max_age`, so `repo-reader replay` can send them again to any stack.
 """
 
 from __future__ import annotations
@@ -47,10 +49,15 @@ log = structlog.get_logger(__name__)
 ACK_WAIT_SECONDS: Final = 5.0
 """A request a worker stops reporting progress on goes to another worker after this long."""
 MAX_DELIVER: Final = 3
+CONSUMER_RETRY_SECONDS: Final = 5.0
 DUPLICATE_WINDOW_SECONDS: Final = 120.0
 MAX_DELIVERIES_ADVISORY: Final = (
     f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{REQUEST_STREAM}.{WORKER_CONSUMER}"
 )
+
+
+RECORD_SECONDS: Final = 7 * 86_400.0
+RECORD_BYTES: Final = 1 << 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +67,9 @@ class StreamSettings:
     ack_wait: float = ACK_WAIT_SECONDS
     max_deliver: int = MAX_DELIVER
     duplicate_window: float = DUPLICATE_WINDOW_SECONDS
+    max_age: float = RECORD_SECONDS
+    """How long requests are kept for replay (the oldest go first beyond `max_bytes`)."""
+    max_bytes: int = RECORD_BYTES
 
 
 async def ensure_request_stream(js: JetStreamContext, settings: StreamSettings) -> None:
@@ -72,7 +82,11 @@ async def ensure_request_stream(js: JetStreamContext, settings: StreamSettings) 
         StreamConfig(
             name=REQUEST_STREAM,
             subjects=[f"{DURABLE_PREFIX}.>"],
-            retention=RetentionPolicy.WORK_QUEUE,
+            # Kept after their answer (a record to replay); one shared consumer makes the
+            # delivery a work queue all the same.
+            retention=RetentionPolicy.LIMITS,
+            max_age=settings.max_age,
+            max_bytes=settings.max_bytes,
             duplicate_window=settings.duplicate_window,
         )
     )
@@ -98,15 +112,23 @@ class DurableRequests:
         self._codecs = Codecs({})
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Take requests until `stop` is set, then finish those taken."""
+        """Take requests until `stop` is set, then finish those taken.
+
+        Without the stream (not created yet, or durable requests not deployed) the worker
+        serves core requests only and looks for the stream again every CONSUMER_RETRY seconds.
+        """
         js = self._nc.jetstream()
-        try:
-            info = await js.consumer_info(REQUEST_STREAM, WORKER_CONSUMER)
-            subscription = await js.pull_subscribe_bind(WORKER_CONSUMER, stream=REQUEST_STREAM)
-        except NotFoundError:
-            log.info("durable.unavailable", stream=REQUEST_STREAM, consumer=WORKER_CONSUMER)
-            await stop.wait()
-            return
+        while True:
+            try:
+                info = await js.consumer_info(REQUEST_STREAM, WORKER_CONSUMER)
+                subscription = await js.pull_subscribe_bind(WORKER_CONSUMER, stream=REQUEST_STREAM)
+                break
+            except NotFoundError:
+                log.info("durable.unavailable", stream=REQUEST_STREAM, consumer=WORKER_CONSUMER)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=CONSUMER_RETRY_SECONDS)
+            if stop.is_set():
+                return
         ack_wait = float(info.config.ack_wait or ACK_WAIT_SECONDS)
         advisories = await self._nc.subscribe(
             MAX_DELIVERIES_ADVISORY, queue=WORKER_CONSUMER, cb=self._gave_up
@@ -169,7 +191,7 @@ class DurableRequests:
         await message.term()
 
     async def _gave_up(self, advisory: Msg) -> None:
-        """Tell the caller of a request no worker answered in `max_deliver` tries, and drop it."""
+        """Tell the caller of a request no worker answered in `max_deliver` tries."""
         event: dict[str, Any] = json.loads(advisory.data)
         sequence = int(event.get("stream_seq", 0))
         js = self._nc.jetstream()
@@ -189,8 +211,6 @@ class DurableRequests:
                 f"no worker answered this durable request in {deliveries} deliveries",
                 {"deliveries": deliveries},
             )
-        with contextlib.suppress(NotFoundError):
-            await js.delete_msg(REQUEST_STREAM, sequence)
 
     async def _send_error(
         self,
