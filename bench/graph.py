@@ -8,9 +8,9 @@ graph adds). LocAgent's graph builder (`dependency_graph/build_graph.py` of the 
 gersteinlab/LocAgent repository, from the local copy `--locagent` names; it needs networkx and
 matplotlib) builds its graph of a checkout of the same commit in the same run, for Python
 corpora. Edge precision and recall are measured on `bench.graph_cases`, small repositories
-whose import, invoke and inherit edges are listed by hand, one per language. On the first
-corpus, graph.search and depth-2 graph.traverse run over NATS against one worker: the first
-call (it builds the commit's graph) and the median of the others.
+whose import, invoke and inherit edges are listed by hand, one per language. On Django,
+graph.search and depth-2 graph.traverse run over NATS against one worker: the first call (it
+maps the graph the mirror published) and the median of the others.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -30,7 +31,7 @@ from typing import Any
 
 import pygit2
 
-from bench.code_search import checkout, mirror
+from bench.code_search import checkout
 from bench.corpora import DEFAULT_WORK, PreparedCorpus, prepare
 from bench.graph_cases import CASES, GraphCase
 from contracts.graph import (
@@ -46,6 +47,7 @@ from worker.client import RepoReaderClient
 from worker.index import IndexStore, build_commit_index
 from worker.index.views.graph.build import build_graph
 from worker.index.views.graph.model import CommitGraph, Relation
+from worker.mirror.sync import Mirror, SyncResult
 from worker.service.embedded_nats import EmbeddedNats
 
 GRAPH_SHARE = 0.30
@@ -153,6 +155,18 @@ async def latency(url: str, repo: str, runs: int) -> dict[str, tuple[float, floa
     return out
 
 
+def mirror(corpus_path: Path, name: str, cache: Path) -> SyncResult:
+    """Mirror the corpus into a fresh cache: its index, then its graph, each timed."""
+    shutil.rmtree(cache, ignore_errors=True)
+    cache.mkdir(parents=True)
+    config = cache / "repo-reader.toml"
+    config.write_text("[server]\nrequest_timeout_seconds = 60\n[mirror]\nindex_workers = 2\n")
+    syncer = Mirror(cache, config)
+    syncer.add(name, str(corpus_path))
+    (result,) = syncer.sync([name])
+    return result
+
+
 def corpus_rows(
     corpus: PreparedCorpus, work: Path, locagent_dir: Path | None, runs: int, *, timed: bool
 ) -> list[tuple[str, ...]]:
@@ -160,13 +174,14 @@ def corpus_rows(
     name = f"bench/{corpus.name}"
     cache = work / "graph" / corpus.name / "cache"
     print(f"[{corpus.name}] mirroring and indexing into {cache}", flush=True)
-    index_seconds = mirror(corpus.path, name, cache)
+    synced = mirror(corpus.path, name, cache)
+    index_seconds = synced.index_seconds
     repo = pygit2.Repository(str(corpus.path))
     index = IndexStore(cache).open(name, repo, corpus.base_commit, deadline=time.monotonic() + 3600)
     print(f"[{corpus.name}] graph", flush=True)
     built = build_graph(index)
     nodes, edges = built.graph.counts()
-    share = built.seconds / index_seconds
+    share = synced.graph_seconds / index_seconds
     rows = [
         (
             f"{corpus.name}: index build (every view, 2 processes)",
@@ -175,8 +190,9 @@ def corpus_rows(
             "",
         ),
         (
-            f"{corpus.name}: graph build",
-            f"{built.seconds:.1f} s ({share:.0%} of the index build)",
+            f"{corpus.name}: graph build and publish (mirror)",
+            f"{synced.graph_seconds:.1f} s ({share:.0%} of the index build); "
+            f"the build alone {built.seconds:.1f} s",
             f"<= {GRAPH_SHARE:.0%}",
             "met" if share <= GRAPH_SHARE else "MISSED",
         ),
@@ -215,7 +231,7 @@ def corpus_rows(
             rows.append(
                 (
                     f"{corpus.name}: {label} over NATS",
-                    f"first {first:.1f} ms (builds the graph), warm p50 {p50:.1f} ms",
+                    f"first {first:.1f} ms (maps the published graph), warm p50 {p50:.1f} ms",
                     f"p50 <= {P50_MS:.0f} ms",
                     "met" if p50 <= P50_MS else "MISSED",
                 )
@@ -259,8 +275,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = args.work.resolve()
     names = args.corpus or ["django"]
     corpora = prepare(names, work)
-    for i, name in enumerate(names):
-        rows += corpus_rows(corpora[name], work, args.locagent, args.runs, timed=i == 0)
+    for name in names:
+        rows += corpus_rows(corpora[name], work, args.locagent, args.runs, timed=name == "django")
     print()
     print(render(rows))
     return 0

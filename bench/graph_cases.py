@@ -401,4 +401,113 @@ static int helper(void)
     ),
 )
 
-CASES = (PYTHON, JAVASCRIPT, GO, JAVA, RUST, C)
+TYPESCRIPT = GraphCase(
+    "typescript",
+    {
+        "src/shape.ts": """export interface Shape {
+  area(): number;
+}
+
+export abstract class Base implements Shape {
+  abstract area(): number;
+
+  describe(): string {
+    return format(this.area());
+  }
+}
+
+export function format(n: number): string {
+  return n.toFixed(2);
+}
+""",
+        "src/square.ts": """import { Base, format } from "./shape";
+
+export class Square extends Base {
+  constructor(private side: number) {
+    super();
+  }
+
+  area(): number {
+    return this.side * this.side;
+  }
+
+  label(): string {
+    return format(this.area());
+  }
+}
+
+export const make = (n: number): Square => new Square(n);
+""",
+    },
+    frozenset(
+        {
+            ("src/square.ts", "src/shape.ts:Base", "import"),
+            ("src/square.ts", "src/shape.ts:format", "import"),
+            ("src/shape.ts:Base", "src/shape.ts:Shape", "inherit"),
+            ("src/square.ts:Square", "src/shape.ts:Base", "inherit"),
+            ("src/shape.ts:Base.describe", "src/shape.ts:format", "invoke"),
+            ("src/shape.ts:Base.describe", "src/shape.ts:Base.area", "invoke"),
+            ("src/square.ts:Square.label", "src/shape.ts:format", "invoke"),
+            ("src/square.ts:Square.label", "src/square.ts:Square.area", "invoke"),
+            ("src/square.ts:make", "src/square.ts:Square", "invoke"),
+            ("src/square.ts:Square.constructor", "src/shape.ts:Base", "invoke"),
+        }
+    ),
+)
+
+CPP = GraphCase(
+    "cpp",
+    {
+        "geo/shape.h": """#pragma once
+
+namespace geo {
+
+class Shape {
+ public:
+  virtual ~Shape() = default;
+  virtual double area() const = 0;
+  double twice() const { return 2 * area(); }
+};
+
+double scale(double x);
+
+}  // namespace geo
+""",
+        "geo/circle.cpp": """#include "shape.h"
+
+namespace geo {
+
+double scale(double x) { return x * 1.5; }
+
+class Circle : public Shape {
+ public:
+  explicit Circle(double r) : r_(r) {}
+  double area() const override { return scale(r_ * r_); }
+  double doubled() const { return twice(); }
+
+ private:
+  double r_;
+};
+
+double total() {
+  Circle c(1.0);
+  return c.area() + scale(2.0);
+}
+
+}  // namespace geo
+""",
+    },
+    frozenset(
+        {
+            ("geo/circle.cpp", "geo/shape.h", "import"),
+            ("geo/circle.cpp:geo.Circle", "geo/shape.h:geo.Shape", "inherit"),
+            ("geo/shape.h:geo.Shape.twice", "geo/shape.h:geo.Shape.area", "invoke"),
+            ("geo/circle.cpp:geo.Circle.area", "geo/circle.cpp:geo.scale", "invoke"),
+            ("geo/circle.cpp:geo.Circle.doubled", "geo/shape.h:geo.Shape.twice", "invoke"),
+            ("geo/circle.cpp:geo.total", "geo/circle.cpp:geo.scale", "invoke"),
+            ("geo/circle.cpp:geo.total", "geo/circle.cpp:geo.Circle.area", "invoke"),
+        }
+    ),
+)
+
+CASES = (PYTHON, JAVASCRIPT, TYPESCRIPT, GO, JAVA, RUST, C, CPP)

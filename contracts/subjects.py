@@ -41,6 +41,20 @@ ADMIN_SUBJECTS: Final = (Subject.ADMIN_SYNC, Subject.ADMIN_REBUILD_INDEX)
 
 HEADER_CONTENT_TYPE: Final = "Content-Type"
 HEADER_REQUEST_ID: Final = "Repo-Reader-Request-Id"
+HEADER_REPLY_TO: Final = "Repo-Reader-Reply-To"
+"""Where the answer to a durable request goes (a stream message's own reply is its ack)."""
+HEADER_MSG_ID: Final = "Nats-Msg-Id"
+"""JetStream de-duplicates durable requests by this header: the request id."""
+
+DURABLE_PREFIX: Final = f"{PREFIX}.durable"
+"""Durable requests are published to `repo_reader.v1.durable.<capability>`, into the stream."""
+REQUEST_STREAM: Final = "REPO_READER_REQUESTS"
+WORKER_CONSUMER: Final = "WORKERS"
+
+
+def durable_subject(subject: Subject) -> str:
+    """The stream subject a durable request for `subject` is published to."""
+    return f"{DURABLE_PREFIX}.{subject.capability}"
 REQUEST_ID_MAX_LENGTH: Final = 128
 REQUEST_ID_PATTERN: Final = rf"^[A-Za-z0-9._:-]{{1,{REQUEST_ID_MAX_LENGTH}}}$"
 """What a request id may be: it is echoed in every reply message and log line, so it is short

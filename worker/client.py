@@ -12,6 +12,8 @@ reconnect after a NATS restart) is sent again with backoff until its deadline is
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
 import random
 import re
 import time
@@ -23,10 +25,20 @@ import msgspec
 import nats
 import structlog
 from nats.aio.client import Client as NATS
+from nats.errors import Error as NatsError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from contracts.research import ResearchArtifact
-from contracts.subjects import Subject
+from contracts.subjects import (
+    CONTENT_TYPE_JSON,
+    CONTENT_TYPE_MSGPACK,
+    HEADER_CONTENT_TYPE,
+    HEADER_MSG_ID,
+    HEADER_REPLY_TO,
+    HEADER_REQUEST_ID,
+    Subject,
+    durable_subject,
+)
 from worker.calls import (
     AnswerReader,
     RepoReaderAPI,
@@ -34,7 +46,13 @@ from worker.calls import (
     encode_request,
     request_headers,
 )
-from worker.errors import AccessDenied, NoAnswer, NoResponders
+from worker.errors import (
+    AccessDenied,
+    InternalError,
+    NoAnswer,
+    NoResponders,
+    failure_from_error,
+)
 
 __all__ = [
     "NO_RESPONDERS_FIRST_BACKOFF",
@@ -51,6 +69,10 @@ log = structlog.get_logger(__name__)
 NO_RESPONDERS_FIRST_BACKOFF: Final = 0.05
 """Seconds before asking again after the first "no responders"; it doubles each time..."""
 NO_RESPONDERS_MAX_BACKOFF: Final = 1.0
+DURABLE_RESEND_SECONDS: Final = 10.0
+"""A durable request with no word of an answer this long is sent again."""
+DURABLE_PUBLISH_TIMEOUT: Final = 2.0
+"""How long one publish waits for the stream's acknowledgement before trying again."""
 """... up to this, with jitter, so that clients waiting out a NATS restart do not ask in step."""
 
 _PERMISSION_VIOLATION = re.compile(
@@ -150,6 +172,112 @@ class RepoReaderClient(RepoReaderAPI):
                 last_error = exc
         assert last_error is not None
         raise last_error
+
+    async def durable_call(
+        self,
+        subject: Subject,
+        request: msgspec.Struct,
+        response_type: type[ResponseT],
+        *,
+        request_id: str | None = None,
+        timeout: float | None = None,
+        resend_after: float = DURABLE_RESEND_SECONDS,
+    ) -> list[ResponseT]:
+        """Send `request` through the durable request stream; every message of its answer.
+
+        The stream keeps the request until a worker has answered it (another worker takes it
+        over if one dies) and drops a repeat of the same request id; a request no worker
+        could answer comes back as one error. Publishing is tried again until the server
+        takes it (it may be restarting); an answer lost on its way back (published while
+        this connection was away) is asked for again after `resend_after` seconds without a
+        word. A repeated answer's messages are ignored, so each message is seen once.
+        """
+        rid = request_id or uuid.uuid4().hex
+        payload = msgspec.json.encode(request) if self._json else msgspec.msgpack.encode(request)
+        decoder: Any = (msgspec.json.Decoder if self._json else msgspec.msgpack.Decoder)(
+            response_type
+        )
+        wait = timeout or self._timeout
+        deadline = time.monotonic() + wait
+        inbox = self._nc.new_inbox()
+        subscription = await self._nc.subscribe(inbox)
+        batches: list[Any] = []
+        sent = 0
+        try:
+            await self._publish_durable(
+                subject, payload, rid=rid, inbox=inbox, sent=sent, deadline=deadline
+            )
+            resend_at = time.monotonic() + resend_after
+            while True:
+                now = time.monotonic()
+                try:
+                    message = await subscription.next_msg(
+                        timeout=max(min(deadline, resend_at) - now, 0.001)
+                    )
+                except NatsTimeoutError:
+                    if time.monotonic() >= deadline:
+                        raise NoAnswer(
+                            f"no complete answer to the durable {subject.capability} "
+                            f"within {wait:g} s",
+                            request_id=rid,
+                            batches_received=len(batches),
+                        ) from None
+                    if not batches:
+                        sent += 1
+                        await self._publish_durable(
+                            subject, payload, rid=rid, inbox=inbox, sent=sent, deadline=deadline
+                        )
+                    resend_at = time.monotonic() + resend_after
+                    continue
+                response = decoder.decode(message.data)
+                if response.errors:
+                    error = response.errors[0]
+                    raise failure_from_error(error.code, error.message, dict(error.details))
+                if response.batch < len(batches):
+                    continue  # a repeated answer repeats what arrived already
+                if response.batch != len(batches):
+                    raise InternalError(
+                        f"batch {response.batch} arrived where batch {len(batches)} was due",
+                        request_id=rid,
+                    )
+                batches.append(response)
+                resend_at = math.inf
+                if response.last:
+                    return batches
+        finally:
+            with contextlib.suppress(NatsError):
+                await subscription.unsubscribe()
+
+    async def _publish_durable(
+        self, subject: Subject, payload: bytes, *, rid: str, inbox: str, sent: int, deadline: float
+    ) -> None:
+        """Put the request in the stream, trying again while the server is away.
+
+        A resend (`sent` > 0) gets a message id of its own: the stream would drop a repeat of
+        the first, and the first's answer is what went missing.
+        """
+        headers = {
+            HEADER_CONTENT_TYPE: CONTENT_TYPE_JSON if self._json else CONTENT_TYPE_MSGPACK,
+            HEADER_REQUEST_ID: rid,
+            HEADER_REPLY_TO: inbox,
+            HEADER_MSG_ID: rid if sent == 0 else f"{rid}.{sent}",
+        }
+        pause = NO_RESPONDERS_FIRST_BACKOFF
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                await self._nc.jetstream().publish(
+                    durable_subject(subject),
+                    payload,
+                    headers=headers,
+                    timeout=max(min(remaining, DURABLE_PUBLISH_TIMEOUT), 0.001),
+                )
+                return
+            except (NatsError, TimeoutError):
+                if time.monotonic() + pause >= deadline:
+                    raise
+            await asyncio.sleep(pause)
+            pause = min(2 * pause, NO_RESPONDERS_MAX_BACKOFF)
 
     async def _attempt(
         self,

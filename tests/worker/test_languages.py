@@ -73,6 +73,16 @@ def test_grammars_follow_the_table_with_tsx_parsed_as_such() -> None:
     )
 
 
+def test_a_header_declaring_cpp_is_parsed_as_cpp() -> None:
+    """A `.h` holding a class, namespace or template gets the C++ grammar; a C one stays C."""
+    assert (
+        grammar_of("geo/shape.h", b"#pragma once\nnamespace geo {\nclass Shape {};\n}\n") == "cpp"
+    )
+    assert grammar_of("t.h", b"template <typename T>\nT id(T x) { return x; }\n") == "cpp"
+    assert grammar_of("list.h", b"struct node;\nint list_len(struct node *n);\n") == "c"
+    assert grammar_of("list.h", b"/* a class of problems */\nint f(void);\n") == "c"
+
+
 def test_a_language_filter_takes_aliases_and_shared_headers() -> None:
     """Aliases name the same language; C++ filters select `.h` headers too."""
     assert LanguageFilter("TS")("src/App.tsx")

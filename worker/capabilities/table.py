@@ -18,6 +18,7 @@ from worker.index import IndexStore
 from worker.repos.catalog import RepoCatalog
 from worker.repos.layout import CacheLayout
 from worker.service.admission import RateLimiter
+from worker.service.durable import DurableRequests
 from worker.service.replies import item_batches
 from worker.service.server import (
     Capability,
@@ -113,4 +114,5 @@ async def serve(
         ),
         ready_file=ready_file,
     )
-    await run_service(service, stop, closed=connection.closed)
+    durable = DurableRequests(nc, service, concurrency=concurrency)
+    await run_service(service, stop, closed=connection.closed, beside=durable.run)

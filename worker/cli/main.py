@@ -22,6 +22,7 @@ from contracts.research import (
 )
 from worker.cli.exits import ExitCode, for_error
 from worker.cli.graph import add_graph_commands
+from worker.cli.replay import add_replay_command, run_replay
 from worker.cli.tools import add_tool_commands, run_tool_command
 from worker.config import config_path, default_cache_dir, load_config
 from worker.errors import ConfigError, ConnectionLost, RepoReaderFailure
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ask(commands)
     add_tool_commands(commands, default_nats=DEFAULT_NATS_URL)
     add_graph_commands(commands, default_nats=DEFAULT_NATS_URL)
+    add_replay_command(commands, nats_option=_nats_option)
     gateway = commands.add_parser("gateway", help="serve the JSON-RPC 2.0 gateway (POST /v1/rpc)")
     _nats_option(gateway)
     gateway.add_argument("--host", default="127.0.0.1")
@@ -221,6 +223,8 @@ def _run(args: argparse.Namespace, cache: Path) -> int:
             text, code = asyncio.run(run_graph_command(args))
             _emit(text, args.out)
             return code
+        case "replay":
+            return asyncio.run(run_replay(args))
         case "gateway":
             from worker.gateway.serve import serve_gateway
 

@@ -100,17 +100,36 @@ class EmbeddedNats:
     def start(self, timeout: float = 10.0) -> Self:
         """Start the server on a port it picks and wait until it accepts connections."""
         self._dir = Path(tempfile.mkdtemp(prefix="repo-reader-nats-"))
+        self._launch(-1, timeout)
+        return self
+
+    def restart(self, timeout: float = 10.0) -> None:
+        """Stop the server and start it again on the same port with the same storage: clients
+        reconnect, JetStream streams and consumers survive."""
+        assert self._process is not None
+        self._process.terminate()
+        self._process.wait(timeout=10)
+        for stale in self._directory().glob("*.ports"):
+            stale.unlink()
+        self._launch(self.port, timeout)
+
+    def _directory(self) -> Path:
+        assert self._dir is not None
+        return self._dir
+
+    def _launch(self, port: int, timeout: float) -> None:
+        directory = self._directory()
         args = [
             str(nats_server_binary()),
             "-a",
             "127.0.0.1",
             "-p",
-            "-1",
+            str(port),
             "--ports_file_dir",
-            str(self._dir),
+            str(directory),
             "-js",
             "-sd",
-            str(self._dir / "js"),
+            str(directory / "js"),
         ]
         lines = list(
             filter(
@@ -122,18 +141,17 @@ class EmbeddedNats:
             )
         )
         if lines:
-            config = self._dir / "nats.conf"
+            config = directory / "nats.conf"
             config.write_text("\n".join(lines) + "\n")
             args += ["-c", str(config)]
-        log_path = self._dir / "server.log"
-        with log_path.open("wb") as log:
+        log_path = directory / "server.log"
+        with log_path.open("ab") as log:
             self._process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         try:
-            self.port = wait_for_port(self._process, self._dir, log_path, timeout)
+            self.port = wait_for_port(self._process, directory, log_path, timeout)
         except BaseException:
             self.close()
             raise
-        return self
 
     @property
     def url(self) -> str:

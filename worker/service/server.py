@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import nats
 import structlog
@@ -77,6 +77,12 @@ class Capability:
     request_type: type[Any]
     handle: Callable[[Any, RequestContext], Reply]
     enabled: bool = True
+
+
+class Respond(Protocol):
+    """Sends one message of an answer (to the request's reply subject)."""
+
+    def __call__(self, data: bytes, *, headers: dict[str, str]) -> Awaitable[None]: ...
 
 
 Admission = Callable[[Subject], Awaitable[None]]
@@ -167,11 +173,18 @@ class WorkerService:
         return {"errors_by_code": dict(sorted(self._errors[endpoint.name].items()))}
 
     async def _handle(self, request: Request) -> None:
+        await self.serve_message(
+            Subject(request.subject), request.data, request.headers or {}, request.respond
+        )
+
+    async def serve_message(
+        self, subject: Subject, data: bytes, headers: Mapping[str, str], respond: Respond
+    ) -> None:
+        """Answer one request, however it came (core request-reply or a durable stream):
+        every message of the answer, or one error, goes to `respond`."""
         started = time.monotonic()
-        headers = request.headers or {}
         request_id, bad_id = exchange.request_id_of(headers.get(HEADER_REQUEST_ID))
-        subject = Subject(request.subject)
-        codec = self._codecs.for_message(headers, request.data)
+        codec = self._codecs.for_message(headers, data)
         reply_headers = exchange.reply_headers(codec.content_type, request_id)
         with structlog.contextvars.bound_contextvars(request_id=request_id, subject=subject.value):
             try:
@@ -179,12 +192,12 @@ class WorkerService:
                     raise bad_id
                 budget = body_budget(self._nc.max_payload, reply_headers)
                 reply = await self._answer(
-                    subject, request.data, codec, request_id, started, max_payload=budget
+                    subject, data, codec, request_id, started, max_payload=budget
                 )
                 check_fit(reply.messages, max_payload=budget)
             except Exception as exc:
                 await self._reply_error(
-                    request,
+                    respond,
                     exc,
                     codec=codec,
                     request_id=request_id,
@@ -194,7 +207,7 @@ class WorkerService:
                 )
                 return
             for message in reply.messages:
-                await request.respond(message, headers=reply_headers)
+                await respond(message, headers=reply_headers)
             log.info(
                 "request.answered",
                 messages=len(reply.messages),
@@ -231,7 +244,7 @@ class WorkerService:
 
     async def _reply_error(
         self,
-        request: Request,
+        respond: Respond,
         exc: Exception,
         *,
         codec: Codec,
@@ -256,7 +269,7 @@ class WorkerService:
             log.error("request.failed", exc_info=exc, **fields)
         else:
             log.info("request.refused", message=error.message, **fields)
-        await request.respond(body, headers=headers)
+        await respond(body, headers=headers)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,6 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 
 import pygit2
@@ -23,7 +22,7 @@ from worker.index import IndexStore
 from worker.index.store.build import repo_index_dir
 from worker.index.store.graph_tables import read_graph
 from worker.index.views.graph.build import build_graph
-from worker.index.views.graph.model import CommitGraph, EntityType
+from worker.index.views.graph.model import CommitGraph, EntityType, NodeIds
 from worker.index.views.text import CommitIndex
 from worker.licenses import LicenseCache
 from worker.repos.catalog import ResolvedRepo
@@ -43,6 +42,32 @@ class FileText:
     license_source: str
 
 
+class FileTexts:
+    """Recently read files of any commit, by (repository, commit, path): a bounded LRU.
+
+    Answers about one commit read the same few files again and again (a search's snippets,
+    a walk's neighbours); a file at a commit never changes, nor does its license.
+    """
+
+    def __init__(self, size: int = 512) -> None:
+        self.size = size
+        self._lru: OrderedDict[tuple[str, str, str], FileText | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str, str]) -> tuple[bool, FileText | None]:
+        with self._lock:
+            if key not in self._lru:
+                return False, None
+            self._lru.move_to_end(key)
+            return True, self._lru[key]
+
+    def put(self, key: tuple[str, str, str], text: FileText | None) -> None:
+        with self._lock:
+            self._lru[key] = text
+            while len(self._lru) > self.size:
+                self._lru.popitem(last=False)
+
+
 @dataclass
 class PinnedGraph:
     """A commit's graph with what answers need besides it: the index and the repository."""
@@ -51,21 +76,26 @@ class PinnedGraph:
     graph: CommitGraph
     index: CommitIndex
     build_seconds: float
-    _texts: dict[str, FileText | None] = field(default_factory=dict)
-
-    @cached_property
-    def _path_rows(self) -> dict[str, int]:
-        return {path: row for row, path in enumerate(self.index.path_column.to_pylist())}
+    texts: FileTexts = field(default_factory=FileTexts)
 
     def blob_of(self, path: str) -> str | None:
-        """The blob id of an indexed file of the commit."""
-        row = self._path_rows.get(path)
-        return None if row is None else bytes(self.index.path_oids[row]).hex()
+        """The blob id of an indexed file of the commit.
+
+        The graph's files are the index's paths, in the same order.
+        """
+        node = self.graph.node(path)
+        if node is None or self.graph.types[node] != EntityType.FILE:
+            return None
+        ids = self.graph.ids
+        first_file = ids.n_dirs if isinstance(ids, NodeIds) else 0
+        return bytes(self.index.path_oids[node - first_file]).hex()
 
     def text(self, path: str, licensed: LicensedFiles) -> FileText | None:
         """A file's lines and license (None for a file that is no text)."""
-        if path in self._texts:
-            return self._texts[path]
+        key = (self.pinned.name, self.pinned.commit, path)
+        known, cached = self.texts.get(key)
+        if known:
+            return cached
         blob = self.blob_of(path)
         found: FileText | None = None
         if blob is not None:
@@ -76,7 +106,7 @@ class PinnedGraph:
             if decoded is not None:
                 attribution = licensed.of(path, blob, data)
                 found = FileText(blob, list(decoded.lines), attribution.license, attribution.source)
-        self._texts[path] = found
+        self.texts.put(key, found)
         return found
 
     def swhid(self, path: str, blob: str, lines: tuple[int, int]) -> str:
@@ -112,6 +142,7 @@ class GraphStore:
         self._lru: OrderedDict[tuple[str, str], tuple[CommitGraph, float]] = OrderedDict()
         self._lock = threading.Lock()
         self._building: dict[tuple[str, str], threading.Lock] = {}
+        self.texts = FileTexts()
         self.builds = 0
         """Graphs this store built (for tests and metrics)."""
 
@@ -145,7 +176,7 @@ class GraphStore:
             found = self._lru.get(key)
             if found is not None:
                 self._lru.move_to_end(key)
-                return PinnedGraph(pinned, found[0], index, found[1])
+                return PinnedGraph(pinned, found[0], index, found[1], self.texts)
             building = self._building.setdefault(key, threading.Lock())
         with building:
             with self._lock:
@@ -165,4 +196,4 @@ class GraphStore:
                     while len(self._lru) > self.size:
                         self._lru.popitem(last=False)
                     self._building.pop(key, None)
-        return PinnedGraph(pinned, found[0], index, found[1])
+        return PinnedGraph(pinned, found[0], index, found[1], self.texts)

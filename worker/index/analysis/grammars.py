@@ -12,6 +12,7 @@ extends its trait; a Go struct its embedded types). Python's bases are read from
 from __future__ import annotations
 
 import importlib
+import re
 import threading
 from dataclasses import dataclass
 from typing import Final
@@ -169,15 +170,22 @@ _GRAMMAR_OF_LANGUAGE: Final[dict[str, str]] = {
 }
 
 
-def grammar_of(path: str) -> str | None:
+_CPP_HEADER: Final = re.compile(rb"^[ \t]*(?:class|namespace|template)\b[^;\n]*(?:\{|<|$)", re.M)
+"""A line only C++ starts: a `.h` file holding one is parsed as C++."""
+
+
+def grammar_of(path: str, data: bytes | None = None) -> str | None:
     """The grammar a file is parsed with (of PARSED_LANGUAGES), or None when none is.
 
     Named by the product's language table, except `.tsx`, which TypeScript's own grammar
-    cannot parse: its language is `typescript`, its grammar `tsx`.
+    cannot parse: its language is `typescript`, its grammar `tsx`; and a `.h` header (C in
+    the table) whose `data` declares a class, a namespace or a template: `cpp`.
     """
     language = language_of(path)
     if language == "typescript" and extension_of(path) == ".tsx":
         return "tsx"
+    if language == "c" and data is not None and extension_of(path) == ".h":
+        return "cpp" if _CPP_HEADER.search(data) else "c"
     return _GRAMMAR_OF_LANGUAGE.get(language) if language is not None else None
 
 

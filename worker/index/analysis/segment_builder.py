@@ -149,7 +149,7 @@ class SegmentBuilder:
             self._blob_indexed.append(True)
             self._blob_lines.append(0)
             datas.append(data)
-            grammars.append(grammar_of(source.path))
+            grammars.append(grammar_of(source.path, data))
             blob_index.append(index)
             self.bytes_analysed += len(data)
         if datas:

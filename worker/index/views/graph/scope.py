@@ -289,11 +289,16 @@ class Scopes:
         """What a bare name means in `holder` (an entity, or the file itself)."""
         scope = self.scope(file)
         if scope.grammar in ("java", "cpp") and holder != file:
+            # The enclosing classes (and C++ namespaces), innermost first, bases included.
             owner = self.enclosing_class(holder, parents)
-            if owner is not None:
+            while owner is not None:
                 found = self.member(owner, name)
                 if found is not None:
                     return found
+                if scope.grammar != "cpp":
+                    break
+                outer = parents[owner]
+                owner = None if outer < 0 else self.enclosing_class(outer, parents)
         if name in scope.top:
             return scope.top[name]
         if name in scope.bindings:
