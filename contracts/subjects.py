@@ -6,6 +6,7 @@ The major version lives in the subject: a breaking change gets `repo_reader.v2`.
 from __future__ import annotations
 
 import enum
+import re
 from typing import Final
 
 PREFIX: Final = "repo_reader.v1"
@@ -52,3 +53,24 @@ HEADER_SERVICE_ERROR_CODE: Final = "Nats-Service-Error-Code"
 
 CONTENT_TYPE_JSON: Final = "application/json"
 CONTENT_TYPE_MSGPACK: Final = "application/msgpack"
+
+DEFAULT_INBOX_PREFIX: Final = "_INBOX"
+"""Where replies go for a connection without a user (the NATS clients' default)."""
+_INBOX_USER = re.compile(r"[^\s.*>]+")
+
+
+def inbox_prefix_for(user: str | None) -> str:
+    """The inbox prefix of a connection as `user`: `_INBOX_<user>`, `_INBOX` without a user.
+
+    A NATS server can then let each user read the replies to its own requests and nobody
+    else's (sandbox/nats.conf allows `_INBOX_orchestrator.>` to the orchestrator only); with
+    the shared `_INBOX` whoever may subscribe to `_INBOX.>` reads every answer.
+    """
+    if not user:
+        return DEFAULT_INBOX_PREFIX
+    if _INBOX_USER.fullmatch(user) is None:
+        raise ValueError(
+            f"the NATS user {user!r} cannot name an inbox prefix (it holds white space, '.', "
+            "'*' or '>'): give one explicitly (REPO_READER_NATS_INBOX_PREFIX)"
+        )
+    return f"{DEFAULT_INBOX_PREFIX}_{user}"

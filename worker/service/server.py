@@ -37,6 +37,7 @@ from nats.micro.request import Request
 from nats.micro.service import EndpointStats, Service, ServiceConfig
 
 from contracts.subjects import (
+    DEFAULT_INBOX_PREFIX,
     HEADER_CONTENT_TYPE,
     HEADER_REQUEST_ID,
     HEADER_SERVICE_ERROR,
@@ -46,8 +47,9 @@ from contracts.subjects import (
     REQUEST_ID_PATTERN,
     SERVICE_NAME,
     Subject,
+    inbox_prefix_for,
 )
-from worker.errors import CapabilityDisabled, ConnectionLost, InvalidRequest
+from worker.errors import CapabilityDisabled, ConfigError, ConnectionLost, InvalidRequest
 from worker.service.codec import Codec, Codecs, error_from_exception
 from worker.service.replies import body_budget, check_fit, error_message
 
@@ -306,19 +308,29 @@ def _header_value(text: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class NatsCredentials:
-    """User and password for the NATS connection, from the environment or a file."""
+    """User and password for the NATS connection, from the environment or a file, and the
+    inbox prefix replies come to."""
 
     user: str | None
     password: str | None
+    inbox_prefix: str = DEFAULT_INBOX_PREFIX
 
     @classmethod
     def from_environment(cls) -> NatsCredentials:
-        """`REPO_READER_NATS_USER` with `REPO_READER_NATS_PASSWORD` or `..._PASSWORD_FILE`."""
+        """`REPO_READER_NATS_USER` with `REPO_READER_NATS_PASSWORD` or `..._PASSWORD_FILE`;
+        `REPO_READER_NATS_INBOX_PREFIX`, else `_INBOX_<user>` (see `inbox_prefix_for`)."""
+        user = os.environ.get("REPO_READER_NATS_USER") or None
         password = os.environ.get("REPO_READER_NATS_PASSWORD")
         password_file = os.environ.get("REPO_READER_NATS_PASSWORD_FILE")
         if password is None and password_file:
             password = Path(password_file).read_text().strip()
-        return cls(user=os.environ.get("REPO_READER_NATS_USER"), password=password)
+        prefix = os.environ.get("REPO_READER_NATS_INBOX_PREFIX")
+        if not prefix:
+            try:
+                prefix = inbox_prefix_for(user)
+            except ValueError as exc:
+                raise ConfigError(f"REPO_READER_NATS_USER: {exc}") from None
+        return cls(user=user, password=password, inbox_prefix=prefix)
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,6 +370,7 @@ async def connect_service(
         nats_url,
         user=credentials.user,
         password=credentials.password,
+        inbox_prefix=credentials.inbox_prefix,
         name=name,
         max_reconnect_attempts=max(1, math.ceil(reconnect_seconds / RECONNECT_WAIT_SECONDS)),
         reconnect_time_wait=RECONNECT_WAIT_SECONDS,
