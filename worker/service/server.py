@@ -366,6 +366,10 @@ async def connect_service(
     async def on_reconnected() -> None:
         log.info("nats.reconnected")
 
+    async def on_error(exc: Exception) -> None:
+        # E.g. a permissions violation: the server refused something this service needs.
+        log.warning("nats.error", error=str(exc))
+
     nc = await nats.connect(
         nats_url,
         user=credentials.user,
@@ -378,6 +382,7 @@ async def connect_service(
         closed_cb=on_closed,
         disconnected_cb=on_disconnected,
         reconnected_cb=on_reconnected,
+        error_cb=on_error,
     )
     return ServiceConnection(nc=nc, closed=closed)
 
