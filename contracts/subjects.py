@@ -40,6 +40,11 @@ class Subject(enum.StrEnum):
 WORKER_SUBJECTS: Final = tuple(s for s in Subject if not s.capability.startswith("admin."))
 ADMIN_SUBJECTS: Final = (Subject.ADMIN_SYNC, Subject.ADMIN_REBUILD_INDEX)
 
+REQUEST_STREAM: Final = "REPO_READER_REQUESTS"
+"""The JetStream work-queue stream of durable requests (sandbox/nats.conf names it)."""
+REQUEST_CONSUMER: Final = "WORKERS"
+"""The workers' pull consumer of REQUEST_STREAM: the only one they may fetch from."""
+
 HEADER_CONTENT_TYPE: Final = "Content-Type"
 HEADER_REQUEST_ID: Final = "Repo-Reader-Request-Id"
 REQUEST_ID_MAX_LENGTH: Final = 128
