@@ -23,6 +23,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StreamConfig
 
+from contracts.admin import SyncRequest, SyncResponse
 from contracts.code import (
     CodeListRequest,
     CodeListResponse,
@@ -54,7 +55,7 @@ from tests.sandbox.roles import (
     request_when_served,
 )
 from tests.support.cache import MirroredCache, SourceFactory
-from tests.support.workers import WorkerProcess
+from tests.support.workers import MirrorProcess, WorkerProcess
 from worker.client import RepoReaderClient
 from worker.config import parse_config
 from worker.errors import AccessDenied, ConfigError, RateLimited
@@ -586,6 +587,38 @@ def test_worker_fetches_and_acks_only_from_its_consumer(role_server: RoleServer)
     ]
     inventory = jetstream_inventory(role_server.monitoring_url)
     assert inventory == {REQUEST_STREAM: (0, (REQUEST_CONSUMER,))}  # acked: the queue is empty
+
+
+def test_mirror_service_answers_the_orchestrators_admin_sync(
+    role_server: RoleServer, cache: MirroredCache, make_source: SourceFactory
+) -> None:
+    """`mirror serve` as the mirror answers the orchestrator's admin.sync, with no refusal."""
+    source, head = make_source("sample")
+    cache.add("acme/sample", source)
+    env = {
+        "REPO_READER_NATS_USER": "mirror",
+        "REPO_READER_NATS_PASSWORD": role_server.passwords["mirror"],
+    }
+    mirror = MirrorProcess(cache.root, role_server.url, interval=0, env=env)
+
+    async def sync() -> SyncResponse:
+        async with await RepoReaderClient.connect(
+            role_server.url,
+            user="orchestrator",
+            password=role_server.passwords["orchestrator"],
+            timeout=60,
+        ) as orchestrator:
+            (answer,) = await orchestrator.call(
+                Subject.ADMIN_SYNC, SyncRequest(repos=("acme/sample",)), SyncResponse
+            )
+            return answer
+
+    try:
+        answer = asyncio.run(sync())
+    finally:
+        assert mirror.stop() == 0
+    assert [(r.repo, r.head) for r in answer.results] == [("acme/sample", head)]
+    assert "permissions violation" not in mirror.log.read_text().lower()
 
 
 EAVESDROPPING = (">", "*.>", "_INBOX.>", inbox("orchestrator"), inbox("worker"), "repo_reader.>")
