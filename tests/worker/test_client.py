@@ -136,11 +136,12 @@ def test_exhausted_retries_raise_timeout(nats_server: EmbeddedNats, sample: Mirr
             worker.process.send_signal(signal.SIGCONT)
 
 
+# The synthesis user as sandbox/nats.conf has it: its own subjects and its own inbox only.
 PERMISSIONS = """
 authorization {
   users = [
     {user: synthesis, password: synthesis-pw,
-     permissions: {publish: {deny: ["repo_reader.>"]}, subscribe: ["_INBOX.>"]}}
+     permissions: {publish: ["synthesis.>"], subscribe: ["synthesis.>", "_INBOX_synthesis.>"]}}
   ]
 }
 """
