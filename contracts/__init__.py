@@ -61,6 +61,7 @@ from contracts.subjects import (
     ADMIN_SUBJECTS,
     CONTENT_TYPE_JSON,
     CONTENT_TYPE_MSGPACK,
+    DEFAULT_INBOX_PREFIX,
     HEADER_CONTENT_TYPE,
     HEADER_REQUEST_ID,
     HEADER_SERVICE_ERROR,
@@ -71,12 +72,14 @@ from contracts.subjects import (
     SERVICE_NAME,
     WORKER_SUBJECTS,
     Subject,
+    inbox_prefix_for,
 )
 
 __all__ = [
     "ADMIN_SUBJECTS",
     "CONTENT_TYPE_JSON",
     "CONTENT_TYPE_MSGPACK",
+    "DEFAULT_INBOX_PREFIX",
     "HEADER_CONTENT_TYPE",
     "HEADER_REQUEST_ID",
     "HEADER_SERVICE_ERROR",
@@ -138,4 +141,5 @@ __all__ = [
     "SyncRequest",
     "SyncResponse",
     "TraverseMetadata",
+    "inbox_prefix_for",
 ]

@@ -6,6 +6,7 @@ The major version lives in the subject: a breaking change gets `repo_reader.v2`.
 from __future__ import annotations
 
 import enum
+import re
 from typing import Final
 
 PREFIX: Final = "repo_reader.v1"
@@ -39,6 +40,11 @@ class Subject(enum.StrEnum):
 WORKER_SUBJECTS: Final = tuple(s for s in Subject if not s.capability.startswith("admin."))
 ADMIN_SUBJECTS: Final = (Subject.ADMIN_SYNC, Subject.ADMIN_REBUILD_INDEX)
 
+REQUEST_STREAM: Final = "REPO_READER_REQUESTS"
+"""The JetStream stream of durable requests (sandbox/nats.conf names it)."""
+WORKER_CONSUMER: Final = "WORKERS"
+"""The workers' pull consumer of REQUEST_STREAM: the only one they may fetch from."""
+
 HEADER_CONTENT_TYPE: Final = "Content-Type"
 HEADER_REQUEST_ID: Final = "Repo-Reader-Request-Id"
 HEADER_REPLY_TO: Final = "Repo-Reader-Reply-To"
@@ -48,13 +54,13 @@ HEADER_MSG_ID: Final = "Nats-Msg-Id"
 
 DURABLE_PREFIX: Final = f"{PREFIX}.durable"
 """Durable requests are published to `repo_reader.v1.durable.<capability>`, into the stream."""
-REQUEST_STREAM: Final = "REPO_READER_REQUESTS"
-WORKER_CONSUMER: Final = "WORKERS"
 
 
 def durable_subject(subject: Subject) -> str:
     """The stream subject a durable request for `subject` is published to."""
     return f"{DURABLE_PREFIX}.{subject.capability}"
+
+
 REQUEST_ID_MAX_LENGTH: Final = 128
 REQUEST_ID_PATTERN: Final = rf"^[A-Za-z0-9._:-]{{1,{REQUEST_ID_MAX_LENGTH}}}$"
 """What a request id may be: it is echoed in every reply message and log line, so it is short
@@ -66,3 +72,24 @@ HEADER_SERVICE_ERROR_CODE: Final = "Nats-Service-Error-Code"
 
 CONTENT_TYPE_JSON: Final = "application/json"
 CONTENT_TYPE_MSGPACK: Final = "application/msgpack"
+
+DEFAULT_INBOX_PREFIX: Final = "_INBOX"
+"""Where replies go for a connection without a user (the NATS clients' default)."""
+_INBOX_USER = re.compile(r"[^\s.*>]+")
+
+
+def inbox_prefix_for(user: str | None) -> str:
+    """The inbox prefix of a connection as `user`: `_INBOX_<user>`, `_INBOX` without a user.
+
+    A NATS server can then let each user read the replies to its own requests and nobody
+    else's (sandbox/nats.conf allows `_INBOX_orchestrator.>` to the orchestrator only); with
+    the shared `_INBOX` whoever may subscribe to `_INBOX.>` reads every answer.
+    """
+    if not user:
+        return DEFAULT_INBOX_PREFIX
+    if _INBOX_USER.fullmatch(user) is None:
+        raise ValueError(
+            f"the NATS user {user!r} cannot name an inbox prefix (it holds white space, '.', "
+            "'*' or '>'): give one explicitly (REPO_READER_NATS_INBOX_PREFIX)"
+        )
+    return f"{DEFAULT_INBOX_PREFIX}_{user}"

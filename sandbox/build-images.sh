@@ -248,7 +248,7 @@ write_compose_env() {
         echo "REPO_READER_IMAGE=$IMAGE"
         echo "REPO_READER_BASE_IMAGE=$BASE_IMAGE"
         echo "REPO_READER_NATS_IMAGE=$NATS_IMAGE"
-        for role in ORCHESTRATOR SYNTHESIS WORKER MIRROR; do
+        for role in ORCHESTRATOR SYNTHESIS WORKER MIRROR PROVISIONER; do
             var=REPO_READER_NATS_${role}_PASSWORD
             echo "$var=${passwords[$var]:-pw$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')}"
         done

@@ -38,6 +38,7 @@ from contracts.subjects import (
     HEADER_REQUEST_ID,
     Subject,
     durable_subject,
+    inbox_prefix_for,
 )
 from worker.calls import (
     AnswerReader,
@@ -103,12 +104,15 @@ class RepoReaderClient(RepoReaderAPI):
         json: bool = False,
         timeout: float = 30.0,
         attempts: int = 2,
+        inbox_prefix: str | None = None,
         **nats_options: Any,
     ) -> Self:
         """A client on a connection of its own, closed with the client.
 
-        `nats_options` go to `nats.connect`; e.g. `max_reconnect_attempts=1` makes a missing
-        server fail fast instead of being retried for minutes.
+        Replies come to inboxes under `inbox_prefix`, by default `_INBOX_<user>` (`_INBOX`
+        without a user): the subjects a server that isolates its users' answers lets `user`
+        read. `nats_options` go to `nats.connect`; e.g. `max_reconnect_attempts=1` makes a
+        missing server fail fast instead of being retried for minutes.
         """
 
         client: Self | None = None
@@ -125,6 +129,7 @@ class RepoReaderClient(RepoReaderAPI):
             password=password,
             name="repo-reader-client",
             error_cb=on_error,
+            inbox_prefix=inbox_prefix_for(user) if inbox_prefix is None else inbox_prefix,
             **nats_options,
         )
         client = cls(nc, json=json, timeout=timeout, attempts=attempts)

@@ -6,6 +6,7 @@ is reachable, unless REPO_READER_REQUIRE_DOCKER=1 (CI), where they fail instead.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -28,6 +29,15 @@ class RoleServer:
 
     url: str
     passwords: dict[str, str]
+    monitoring_url: str
+    """The server's HTTP monitoring endpoint (what JetStream holds, seen by no NATS user)."""
+
+
+def monitoring_url(ports_dir: Path, pid: int) -> str:
+    """The monitoring URL in the ports file of the nats-server with `pid`."""
+    (ports_file,) = ports_dir.glob(f"*_{pid}.ports")
+    (url,) = json.loads(ports_file.read_text())["monitoring"]
+    return str(url)
 
 
 @pytest.fixture
@@ -50,7 +60,11 @@ def role_server(tmp_path: Path) -> Iterator[RoleServer]:
         )
     try:
         port = wait_for_port(process, tmp_path, log_path, timeout=10)
-        yield RoleServer(url=f"nats://127.0.0.1:{port}", passwords=passwords)
+        yield RoleServer(
+            url=f"nats://127.0.0.1:{port}",
+            passwords=passwords,
+            monitoring_url=monitoring_url(tmp_path, process.pid),
+        )
     finally:
         process.terminate()
         try:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import secrets
 import time
+import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +19,11 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import NoRespondersError
 
+from contracts.subjects import inbox_prefix_for
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 NATS_CONF = PROJECT_ROOT / "sandbox" / "nats.conf"
-ROLES = ("orchestrator", "synthesis", "worker", "mirror")
+ROLES = ("orchestrator", "synthesis", "worker", "mirror", "provisioner")
 PERMISSIONS_VIOLATION = "permissions violation"
 
 
@@ -34,13 +38,15 @@ def password_environment(passwords: dict[str, str]) -> dict[str, str]:
 
 
 class RoleConnection:
-    """A NATS connection as one role; `errors` collects what the server reported."""
+    """A NATS connection as one role, its replies under the role's own inbox prefix (as the
+    project's clients connect); `errors` collects what the server reported."""
 
     def __init__(self, url: str, role: str, password: str) -> None:
         self.url = url
         self.role = role
         self.password = password
         self.errors: list[str] = []
+        self._reported = asyncio.Condition()
         self._nc: Client | None = None
 
     @property
@@ -49,7 +55,9 @@ class RoleConnection:
         return self._nc
 
     async def _record(self, exc: Exception) -> None:
-        self.errors.append(str(exc))
+        async with self._reported:
+            self.errors.append(str(exc))
+            self._reported.notify_all()
 
     async def __aenter__(self) -> Self:
         self._nc = await nats.connect(
@@ -57,6 +65,7 @@ class RoleConnection:
             user=self.role,
             password=self.password,
             name=f"test-{self.role}",
+            inbox_prefix=inbox_prefix_for(self.role),
             error_cb=self._record,
             allow_reconnect=False,
             connect_timeout=5,
@@ -82,11 +91,15 @@ class RoleConnection:
         seen = len(self.violations())
         refusal = Refusal()
         yield refusal
-        deadline = time.monotonic() + timeout
-        while len(self.violations()) == seen:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{self.role}: no permissions violation; errors={self.errors}")
-            await asyncio.sleep(0.02)
+        async with self._reported:
+            try:
+                await asyncio.wait_for(
+                    self._reported.wait_for(lambda: len(self.violations()) > seen), timeout
+                )
+            except TimeoutError:
+                raise AssertionError(
+                    f"{self.role}: no permissions violation; errors={self.errors}"
+                ) from None
         refusal.message = self.violations()[seen]
 
     async def settled(self) -> None:
@@ -115,3 +128,19 @@ async def request_when_served(nc: Client, subject: str, data: bytes, timeout: fl
             if time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.02)
+
+
+def jetstream_inventory(monitoring_url: str) -> dict[str, tuple[int, tuple[str, ...]]]:
+    """Every stream the server holds: its message count and its consumers' names.
+
+    Read from the monitoring endpoint, so it shows what exists whatever any user may see.
+    """
+    query = "/jsz?accounts=true&streams=true&consumers=true"
+    with urllib.request.urlopen(monitoring_url + query, timeout=5) as response:
+        document = json.load(response)
+    streams = {}
+    for account in document.get("account_details") or []:
+        for stream in account.get("stream_detail") or []:
+            consumers = tuple(c["name"] for c in stream.get("consumer_detail") or [])
+            streams[stream["name"]] = (stream["state"]["messages"], consumers)
+    return streams

@@ -17,7 +17,7 @@ from tests.sandbox.stack import compose_command, compose_environment
 
 pytestmark = pytest.mark.container
 
-CONFINED_SERVICES = ("worker", "mirror")
+CONFINED_SERVICES = ("worker", "mirror", "nats-setup")
 
 
 def compose_config(extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -85,9 +85,10 @@ def test_only_the_mirror_can_write_the_cache(stack: dict[str, Any]) -> None:
 
 
 def test_workers_wait_for_mirror_nats_and_guard(stack: dict[str, Any]) -> None:
-    """Workers start after the one-shot mirror succeeded and NATS and the guard are healthy."""
+    """Workers start after mirror and provisioning succeeded, NATS and the guard are healthy."""
     depends = stack["services"]["worker"]["depends_on"]
     assert depends["mirror"]["condition"] == "service_completed_successfully"
+    assert depends["nats-setup"]["condition"] == "service_completed_successfully"
     assert depends["nats"]["condition"] == "service_healthy"
     assert depends["worker-netns"]["condition"] == "service_healthy"
     assert stack["services"]["mirror"]["restart"] == "no"
@@ -117,6 +118,22 @@ def test_worker_credentials_come_from_a_secret_file(stack: dict[str, Any]) -> No
     (secret,) = worker["secrets"]
     assert worker["environment"]["REPO_READER_NATS_PASSWORD_FILE"] == secret["target"]
     assert "file" in stack["secrets"][secret["source"]]
+
+
+def test_jetstream_is_provisioned_once_as_the_provisioner(stack: dict[str, Any]) -> None:
+    """Only nats-setup, a one-shot on the internal network, runs provision as the provisioner."""
+    setup = stack["services"]["nats-setup"]
+    assert setup["command"] == ["provision"]
+    assert setup["environment"]["REPO_READER_NATS_USER"] == "provisioner"
+    assert list(setup["networks"]) == ["internal"]
+    assert setup["restart"] == "no"
+    assert setup["depends_on"]["nats"]["condition"] == "service_healthy"
+    holders = [
+        name
+        for name, spec in stack["services"].items()
+        if (spec.get("environment") or {}).get("REPO_READER_NATS_USER") == "provisioner"
+    ]
+    assert holders == ["nats-setup"]
 
 
 def test_nats_is_published_on_loopback_only(stack: dict[str, Any]) -> None:

@@ -1,4 +1,9 @@
-"""Tests of sandbox/nats.conf on a real nats-server: who may publish and subscribe to what."""
+"""Tests of sandbox/nats.conf on a real nats-server: each role may do its job and nothing else.
+
+Every refusal is the server's own permissions violation, reported to the connection that
+tried; what exists in JetStream afterwards is read from the server's monitoring endpoint,
+which no NATS user can reach.
+"""
 
 from __future__ import annotations
 
@@ -7,23 +12,60 @@ import json
 import os
 import socket
 import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Any
 
+import msgspec
 import pytest
 from nats.aio.msg import Msg
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
-from nats.js.errors import NoStreamResponseError
+from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StreamConfig
 
-from contracts.subjects import ADMIN_SUBJECTS, QUEUE_GROUP, WORKER_SUBJECTS, Subject
+from contracts.admin import SyncRequest, SyncResponse
+from contracts.code import (
+    CodeListRequest,
+    CodeListResponse,
+    CodeReadRequest,
+    CodeReadResponse,
+    CodeSearchRequest,
+    CodeSearchResponse,
+)
+from contracts.repo import RepoStatusRequest, RepoStatusResponse
+from contracts.research import RepoReaderRequest, RepoReaderResponse
+from contracts.subjects import (
+    ADMIN_SUBJECTS,
+    QUEUE_GROUP,
+    REQUEST_STREAM,
+    WORKER_CONSUMER,
+    WORKER_SUBJECTS,
+    Subject,
+    inbox_prefix_for,
+)
 from tests.sandbox.conftest import RoleServer
 from tests.sandbox.roles import (
     NATS_CONF,
+    PROJECT_ROOT,
+    ROLES,
     RoleConnection,
+    jetstream_inventory,
     new_passwords,
     password_environment,
     request_when_served,
 )
+from tests.support.cache import MirroredCache, SourceFactory
+from tests.support.workers import MirrorProcess, WorkerProcess
+from worker.client import RepoReaderClient
+from worker.config import parse_config
+from worker.errors import AccessDenied, ConfigError, RateLimited
+from worker.mirror.service import MIRROR_QUEUE_GROUP
+from worker.service.admission import BUCKET, RateLimiter
 from worker.service.embedded_nats import nats_server_binary
+from worker.service.provision import provision
+from worker.service.replay import recorded_requests
+
+BUCKET_STREAM = f"KV_{BUCKET}"
 
 
 def connect(server: RoleServer, role: str) -> RoleConnection:
@@ -31,46 +73,170 @@ def connect(server: RoleServer, role: str) -> RoleConnection:
     return RoleConnection(server.url, role, server.passwords[role])
 
 
-def serving_role(subject: str) -> str:
-    """The role that serves `subject`: the mirror for admin subjects, else a worker."""
-    return "mirror" if subject in {s.value for s in ADMIN_SUBJECTS} else "worker"
+def inbox(role: str) -> str:
+    """Every inbox subject of `role`."""
+    return f"{inbox_prefix_for(role)}.>"
 
 
-async def orchestrator_request_is_answered(server: RoleServer, subject: str) -> bytes:
-    """The orchestrator's request on `subject`, answered by the role that serves it."""
-    async with (
-        connect(server, serving_role(subject)) as worker,
-        connect(server, "orchestrator") as caller,
-    ):
-
-        async def answer(msg: Msg) -> None:
-            await msg.respond(b"answer to " + msg.data)
-
-        await worker.nc.subscribe(subject, queue=QUEUE_GROUP, cb=answer)
-        reply = await request_when_served(caller.nc, subject, b"question")
-        assert worker.errors == caller.errors == []
-        return reply.data
+def serving(subject: str) -> tuple[str, str]:
+    """The role that serves `subject` and its queue group: the mirror for admin subjects."""
+    if subject in {s.value for s in ADMIN_SUBJECTS}:
+        return "mirror", MIRROR_QUEUE_GROUP
+    return "worker", QUEUE_GROUP
 
 
-async def synthesis_request_is_refused(server: RoleServer, subject: str) -> str:
-    """The synthesis agent's request on `subject`: the violation, and that none arrived."""
-    received: list[bytes] = []
-    async with (
-        connect(server, serving_role(subject)) as worker,
-        connect(server, "synthesis") as synthesis,
-    ):
+@dataclass(frozen=True)
+class Sub:
+    """Subscribing to `subject`, in `queue` when given."""
 
-        async def record(msg: Msg) -> None:
-            received.append(msg.data)
+    subject: str
+    queue: str = ""
 
-        await worker.nc.subscribe(subject, queue=QUEUE_GROUP, cb=record)
-        await worker.settled()
-        async with synthesis.refused() as refusal:
-            with pytest.raises((NatsTimeoutError, NoRespondersError)):
-                await synthesis.nc.request(subject, b"question", timeout=0.5)
-        await worker.settled()
-        assert received == []
-        return refusal.message
+    async def attempt(self, connection: RoleConnection) -> None:
+        await connection.nc.subscribe(self.subject, queue=self.queue)
+
+    def violation(self) -> str:
+        """How the server names the refusal (as nats-py reports it, in lower case)."""
+        queue = f' using queue "{self.queue}"' if self.queue else ""
+        return f'nats: permissions violation for subscription to "{self.subject}"{queue}'.lower()
+
+
+@dataclass(frozen=True)
+class Pub:
+    """Publishing a message on `subject`."""
+
+    subject: str
+
+    async def attempt(self, connection: RoleConnection) -> None:
+        await connection.nc.publish(self.subject, b"probe")
+
+    def violation(self) -> str:
+        """How the server names the refusal (as nats-py reports it, in lower case)."""
+        return f'nats: permissions violation for publish to "{self.subject}"'.lower()
+
+
+Action = Sub | Pub
+
+# What each role must be refused: wildcards and inboxes that carry others' answers, the
+# subjects of other roles, and every JetStream operation but using its own resources.
+REFUSED: dict[str, tuple[Action, ...]] = {
+    "orchestrator": (
+        Sub(">"),
+        Sub("_INBOX.>"),
+        Sub(inbox("synthesis")),
+        Sub(inbox("worker")),
+        Sub(Subject.RESEARCH.value, QUEUE_GROUP),  # answering in a worker's place
+        Sub(Subject.RESEARCH.value),
+        Sub("synthesis.>"),
+        Sub("$JS.API.>"),
+        Sub(f"$KV.{BUCKET}.>"),
+        Pub("repo_reader.v2.research"),
+        Pub("synthesis.task"),
+        Pub(f"{inbox_prefix_for('synthesis')}.forged"),
+        Pub("$JS.API.STREAM.NAMES"),
+        Pub(f"$JS.API.STREAM.DELETE.{BUCKET_STREAM}"),
+        Pub(f"$KV.{BUCKET}.research.1"),
+    ),
+    "synthesis": (
+        Sub(">"),
+        Sub("*.>"),
+        Sub("_INBOX.>"),
+        Sub(inbox("orchestrator")),
+        Sub(f"{inbox_prefix_for('orchestrator')}.*.*"),
+        Sub(inbox("worker")),
+        Sub(inbox("mirror")),
+        Sub("repo_reader.>"),
+        Sub(Subject.RESEARCH.value, QUEUE_GROUP),
+        Sub("$JS.API.>"),
+        Sub("$JS.ACK.>"),
+        Sub(f"$KV.{BUCKET}.>"),
+        Sub("$SRV.>"),
+        Pub(Subject.RESEARCH.value),
+        Pub(f"{inbox_prefix_for('orchestrator')}.forged"),
+        Pub("$JS.API.STREAM.NAMES"),
+        Pub(f"$KV.{BUCKET}.research.1"),
+        Pub("$SRV.PING"),
+    ),
+    "worker": (
+        Sub(">"),
+        Sub("_INBOX.>"),
+        Sub(inbox("orchestrator")),
+        Sub(Subject.RESEARCH.value),  # outside the queue group: a copy of every request
+        Sub(Subject.RESEARCH.value, "spies"),
+        *(Sub(s.value, QUEUE_GROUP) for s in ADMIN_SUBJECTS),
+        Sub("$SRV.PING.repo_reader_mirror"),
+        Sub("$JS.API.>"),
+        Sub(f"$KV.{BUCKET}.>"),
+        Sub("synthesis.>"),
+        Pub(Subject.RESEARCH.value),
+        # (It may publish to the orchestrator's inbox: answers to durable requests go there.)
+        Pub(f"{inbox_prefix_for('synthesis')}.unsolicited"),
+        Pub("synthesis.leak"),
+        Pub(f"$JS.API.STREAM.CREATE.{BUCKET_STREAM}"),
+        Pub(f"$JS.API.STREAM.CREATE.{REQUEST_STREAM}"),
+        Pub(f"$JS.API.STREAM.UPDATE.{BUCKET_STREAM}"),
+        Pub(f"$JS.API.STREAM.DELETE.{BUCKET_STREAM}"),
+        Pub(f"$JS.API.STREAM.PURGE.{BUCKET_STREAM}"),
+        Pub("$JS.API.STREAM.NAMES"),
+        Pub(f"$JS.API.STREAM.MSG.GET.{BUCKET_STREAM}.x"),
+        Pub(f"$JS.API.CONSUMER.CREATE.{REQUEST_STREAM}.SPY"),
+        Pub(f"$JS.API.CONSUMER.DURABLE.CREATE.{REQUEST_STREAM}.{WORKER_CONSUMER}"),
+        Pub(f"$JS.API.CONSUMER.DELETE.{REQUEST_STREAM}.{WORKER_CONSUMER}"),
+        Pub(f"$JS.API.CONSUMER.MSG.NEXT.{REQUEST_STREAM}.SPY"),
+        Pub("$KV.other.key"),
+    ),
+    "mirror": (
+        Sub(">"),
+        Sub("_INBOX.>"),
+        Sub(inbox("orchestrator")),
+        Sub(inbox("mirror")),  # it asks nothing, so it has no inbox
+        *(Sub(s.value, MIRROR_QUEUE_GROUP) for s in WORKER_SUBJECTS),
+        Sub(Subject.ADMIN_SYNC.value),
+        Sub("$SRV.PING.repo_reader"),
+        Sub("$JS.API.>"),
+        Pub(Subject.RESEARCH.value),
+        Pub(f"{inbox_prefix_for('orchestrator')}.unsolicited"),
+        Pub("$JS.API.INFO"),
+        Pub(f"$KV.{BUCKET}.research.1"),
+    ),
+    "provisioner": (
+        Sub(">"),
+        Sub("_INBOX.>"),
+        Sub(inbox("orchestrator")),
+        Sub(Subject.RESEARCH.value, QUEUE_GROUP),
+        Sub("$JS.API.>"),
+        Pub(Subject.RESEARCH.value),
+        Pub(f"{inbox_prefix_for('orchestrator')}.forged"),
+        Pub("$JS.API.STREAM.CREATE.OTHER"),
+        Pub(f"$JS.API.STREAM.UPDATE.{BUCKET_STREAM}"),
+        Pub(f"$JS.API.STREAM.DELETE.{BUCKET_STREAM}"),
+        Pub(f"$JS.API.CONSUMER.CREATE.{REQUEST_STREAM}.SPY"),
+        Pub(f"$KV.{BUCKET}.research.1"),
+    ),
+}
+
+# The subscriptions each role's job needs (its publications are shown at work below).
+ALLOWED_SUBSCRIPTIONS: dict[str, tuple[Sub, ...]] = {
+    "orchestrator": (Sub(inbox("orchestrator")),),
+    "synthesis": (Sub("synthesis.>"), Sub(inbox("synthesis"))),
+    "worker": (
+        *(Sub(s.value, QUEUE_GROUP) for s in WORKER_SUBJECTS),
+        Sub("$SRV.PING"),
+        Sub("$SRV.STATS.repo_reader"),
+        Sub("$SRV.INFO.repo_reader.a1b2c3"),
+        Sub(inbox("worker")),
+    ),
+    "mirror": (
+        *(Sub(s.value, MIRROR_QUEUE_GROUP) for s in ADMIN_SUBJECTS),
+        Sub("$SRV.PING"),
+        Sub("$SRV.PING.repo_reader_mirror"),
+    ),
+    "provisioner": (Sub(inbox("provisioner")),),
+}
+
+SENTINEL = Pub("repo_reader.v2.probe")
+"""Refused to every role: its violation, arriving after the allowed subscriptions, proves the
+server processed them without one."""
 
 
 def test_config_is_valid() -> None:
@@ -99,11 +265,68 @@ def test_config_without_passwords_is_refused() -> None:
     assert "REPO_READER_NATS_ORCHESTRATOR_PASSWORD" in result.stderr + result.stdout
 
 
+@pytest.mark.parametrize("role", ROLES)
+def test_each_role_is_refused_everything_but_its_job(role_server: RoleServer, role: str) -> None:
+    """The server refuses each act outside the role's job, naming it; its subscriptions pass."""
+
+    async def scenario() -> list[str]:
+        async with connect(role_server, role) as connection:
+            refusals = []
+            for action in REFUSED[role]:
+                async with connection.refused() as refusal:
+                    await action.attempt(connection)
+                refusals.append(refusal.message)
+            for allowed in ALLOWED_SUBSCRIPTIONS[role]:
+                await allowed.attempt(connection)
+            async with connection.refused() as last:
+                await SENTINEL.attempt(connection)
+            assert last.message == SENTINEL.violation()
+            assert len(connection.violations()) == len(REFUSED[role]) + 1, connection.errors
+            return refusals
+
+    refusals = asyncio.run(scenario())
+    for action, refusal in zip(REFUSED[role], refusals, strict=True):
+        assert refusal == action.violation(), action
+
+
+async def orchestrator_request_is_answered(server: RoleServer, subject: str) -> bytes:
+    """The orchestrator's request on `subject`, answered by the role that serves it."""
+    role, queue = serving(subject)
+    async with connect(server, role) as responder, connect(server, "orchestrator") as caller:
+
+        async def answer(msg: Msg) -> None:
+            await msg.respond(b"answer to " + msg.data)
+
+        await responder.nc.subscribe(subject, queue=queue, cb=answer)
+        reply = await request_when_served(caller.nc, subject, b"question")
+        assert responder.errors == caller.errors == []
+        return reply.data
+
+
 @pytest.mark.parametrize("subject", list(Subject))
 def test_orchestrator_may_request_every_subject(role_server: RoleServer, subject: Subject) -> None:
-    """The orchestrator may request every repo_reader.v1 subject and gets the answer."""
+    """The orchestrator may request every repo_reader.v1 subject and reads the answer."""
     reply = asyncio.run(orchestrator_request_is_answered(role_server, subject.value))
     assert reply == b"answer to question"
+
+
+async def synthesis_request_is_refused(server: RoleServer, subject: str) -> str:
+    """The synthesis agent's request on `subject`: the violation, and that none arrived."""
+    received: list[bytes] = []
+    role, queue = serving(subject)
+    async with connect(server, role) as responder, connect(server, "synthesis") as synthesis:
+
+        async def record(msg: Msg) -> None:
+            received.append(msg.data)
+
+        await responder.nc.subscribe(subject, queue=queue, cb=record)
+        await responder.settled()
+        async with synthesis.refused() as refusal:
+            with pytest.raises((NatsTimeoutError, NoRespondersError)):
+                await synthesis.nc.request(subject, b"question", timeout=0.5)
+        await responder.settled()
+        assert received == []
+        return refusal.message
 
 
 @pytest.mark.parametrize("subject", list(Subject))
@@ -115,89 +338,26 @@ def test_synthesis_agent_may_not_request_any_subject(
     assert f'publish to "{subject.value}"' in violation.lower()
 
 
-@pytest.mark.parametrize("subject", ["repo_reader.>", "repo_reader.v1.research", "$JS.API.>"])
-def test_synthesis_agent_may_not_listen(role_server: RoleServer, subject: str) -> None:
-    """The synthesis agent can neither watch requests nor reach JetStream."""
+def test_synthesis_agent_works_in_its_own_subjects(role_server: RoleServer) -> None:
+    """The synthesis agent may ask and answer on synthesis.>, replies coming to its inbox."""
 
-    async def scenario() -> str:
-        async with connect(role_server, "synthesis") as synthesis:
-            async with synthesis.refused() as refusal:
-                await synthesis.nc.subscribe(subject)
-            return refusal.message
+    async def scenario() -> Msg:
+        async with (
+            connect(role_server, "synthesis") as helper,
+            connect(role_server, "synthesis") as asker,
+        ):
 
-    assert f'subscription to "{subject.lower()}"' in asyncio.run(scenario()).lower()
+            async def answer(msg: Msg) -> None:
+                await msg.respond(b"draft for " + msg.data)
 
+            await helper.nc.subscribe("synthesis.draft", cb=answer)
+            reply = await request_when_served(asker.nc, "synthesis.draft", b"provenance records")
+            assert helper.errors == asker.errors == []
+            return reply
 
-def test_synthesis_agent_may_not_touch_rate_limit_counters(role_server: RoleServer) -> None:
-    """The synthesis agent cannot write the workers' KV bucket directly."""
-
-    async def scenario() -> str:
-        async with connect(role_server, "synthesis") as synthesis:
-            async with synthesis.refused() as refusal:
-                await synthesis.nc.publish("$KV.repo_reader_rate.orchestrator", b"0")
-            return refusal.message
-
-    assert '"$kv.repo_reader_rate.orchestrator"' in asyncio.run(scenario()).lower()
-
-
-def test_orchestrator_may_not_impersonate_a_worker(role_server: RoleServer) -> None:
-    """The orchestrator cannot subscribe to request subjects and answer in a worker's place."""
-
-    async def scenario() -> str:
-        async with connect(role_server, "orchestrator") as caller:
-            async with caller.refused() as refusal:
-                await caller.nc.subscribe(Subject.RESEARCH.value, queue=QUEUE_GROUP)
-            return refusal.message
-
-    assert "subscription" in asyncio.run(scenario()).lower()
-
-
-@pytest.mark.parametrize(
-    ("role", "allowed", "refused"),
-    [
-        ("worker", WORKER_SUBJECTS, ADMIN_SUBJECTS),
-        ("mirror", ADMIN_SUBJECTS, WORKER_SUBJECTS),
-    ],
-)
-def test_servers_subscribe_only_to_their_subjects(
-    role_server: RoleServer,
-    role: str,
-    allowed: tuple[Subject, ...],
-    refused: tuple[Subject, ...],
-) -> None:
-    """Workers serve the capability subjects, the mirror the admin ones, neither the other's."""
-
-    async def scenario() -> list[str]:
-        async with connect(role_server, role) as server:
-            refusals = []
-            for subject in refused:
-                async with server.refused() as refusal:
-                    await server.nc.subscribe(subject.value, queue=QUEUE_GROUP)
-                refusals.append(refusal.message)
-            for subject in allowed:
-                await server.nc.subscribe(subject.value, queue=QUEUE_GROUP)
-            # A later refusal proves the server has processed every allowed SUB before it.
-            async with server.refused():
-                await server.nc.subscribe("repo_reader.v2.probe")
-            assert len(server.violations()) == len(refused) + 1
-            return refusals
-
-    refusals = asyncio.run(scenario())
-    assert len(refusals) == len(refused)
-    for subject, refusal in zip(refused, refusals, strict=True):
-        assert subject.value in refusal
-
-
-def test_worker_may_not_call_other_workers(role_server: RoleServer) -> None:
-    """A worker may reply to requests but not publish requests of its own."""
-
-    async def scenario() -> str:
-        async with connect(role_server, "worker") as worker:
-            async with worker.refused() as refusal:
-                await worker.nc.publish(Subject.RESEARCH.value, b"question")
-            return refusal.message
-
-    assert Subject.RESEARCH.value in asyncio.run(scenario())
+    reply = asyncio.run(scenario())
+    assert reply.data == b"draft for provenance records"
+    assert reply.subject.startswith(inbox_prefix_for("synthesis") + ".")
 
 
 def test_worker_answers_service_discovery(role_server: RoleServer) -> None:
@@ -220,36 +380,403 @@ def test_worker_answers_service_discovery(role_server: RoleServer) -> None:
     assert asyncio.run(scenario()) == b'{"name": "repo_reader"}'
 
 
-def test_worker_shares_counters_in_its_kv_bucket(role_server: RoleServer) -> None:
-    """Workers create and update the repo_reader_rate KV bucket over JetStream."""
+class FixedClock:
+    """A wall clock that stays 15 s into one minute, so a test's requests share a window."""
 
-    async def scenario() -> bytes:
-        async with connect(role_server, "worker") as first, connect(role_server, "worker") as other:
-            bucket = await first.nc.jetstream().create_key_value(bucket="repo_reader_rate")
-            revision = await bucket.put("orchestrator", b"1")
-            await bucket.update("orchestrator", b"2", last=revision)
-            seen = await (await other.nc.jetstream().key_value("repo_reader_rate")).get(
-                "orchestrator"
-            )
-            assert first.errors == other.errors == []
-            assert seen.value is not None
-            return seen.value
-
-    assert asyncio.run(scenario()) == b"2"
+    def __call__(self) -> float:
+        return 6_000_000.0 + 15
 
 
-def test_worker_may_not_write_other_kv_buckets(role_server: RoleServer) -> None:
-    """Outside repo_reader_rate a worker's KV writes are refused."""
+RATE_LIMITED = parse_config("[capabilities.code_search]\nrate_per_minute = 5\n").capabilities
 
-    async def scenario() -> str:
+
+def test_workers_share_counters_in_the_provisioned_bucket(role_server: RoleServer) -> None:
+    """Two workers' limiters admit exactly the budget in the (twice) provisioned bucket."""
+
+    async def scenario() -> tuple[list[str], list[bool]]:
+        async with connect(role_server, "provisioner") as provisioner:
+            made = await provision(provisioner.nc)
+            assert await provision(provisioner.nc) == made
+            assert provisioner.errors == []
+        async with (
+            connect(role_server, "worker") as first,
+            connect(role_server, "worker") as second,
+        ):
+            limiters = [
+                await RateLimiter.connect(
+                    w.nc, RATE_LIMITED, [Subject.CODE_SEARCH], clock=FixedClock()
+                )
+                for w in (first, second)
+            ]
+
+            async def admitted(limiter: RateLimiter) -> bool:
+                try:
+                    await limiter(Subject.CODE_SEARCH)
+                except RateLimited:
+                    return False
+                return True
+
+            outcomes = await asyncio.gather(*(admitted(limiters[i % 2]) for i in range(8)))
+            assert first.errors == second.errors == []
+            return made, list(outcomes)
+
+    made, outcomes = asyncio.run(scenario())
+    assert made == PROVISIONED
+    assert outcomes.count(True) == 5
+    assert set(jetstream_inventory(role_server.monitoring_url)) == {BUCKET_STREAM, REQUEST_STREAM}
+
+
+PROVISIONED = [
+    f"key-value bucket {BUCKET}",
+    f"durable request stream {REQUEST_STREAM} and its consumer {WORKER_CONSUMER}",
+]
+
+
+def test_provision_command_runs_as_the_provisioner(role_server: RoleServer) -> None:
+    """`repo-reader provision` as the provisioner (as nats-setup runs it) makes the bucket and
+    the durable request stream."""
+    environment = {
+        **os.environ,
+        "PYTHONPATH": str(PROJECT_ROOT),
+        "REPO_READER_NATS_USER": "provisioner",
+        "REPO_READER_NATS_PASSWORD": role_server.passwords["provisioner"],
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "worker.cli.main", "provision", "--nats", role_server.url],
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "".join(f"ready: {line}\n" for line in PROVISIONED)
+    assert set(jetstream_inventory(role_server.monitoring_url)) == {BUCKET_STREAM, REQUEST_STREAM}
+
+
+def test_worker_may_not_create_the_rate_limit_bucket(role_server: RoleServer) -> None:
+    """A worker may not create the missing bucket; it stops naming `repo-reader provision`."""
+
+    async def scenario() -> tuple[str, str]:
         async with connect(role_server, "worker") as worker:
-            bucket = await worker.nc.jetstream(timeout=0.5).create_key_value(bucket="other")
             async with worker.refused() as refusal:
-                with pytest.raises((NatsTimeoutError, NoStreamResponseError)):
-                    await bucket.put("key", b"1")
-            return refusal.message
+                with pytest.raises(ConfigError) as stopped:
+                    await RateLimiter.connect(worker.nc, RATE_LIMITED, [Subject.CODE_SEARCH])
+            return refusal.message, str(stopped.value)
 
-    assert '"$kv.other.key"' in asyncio.run(scenario()).lower()
+    refusal, error = asyncio.run(scenario())
+    assert refusal == Pub(f"$JS.API.STREAM.CREATE.{BUCKET_STREAM}").violation()
+    assert "repo-reader provision" in error
+    assert jetstream_inventory(role_server.monitoring_url) == {}
+
+
+def worker_environment(server: RoleServer) -> dict[str, str]:
+    """The environment of `repo-reader serve` as the worker role."""
+    return {
+        "REPO_READER_NATS_USER": "worker",
+        "REPO_READER_NATS_PASSWORD": server.passwords["worker"],
+    }
+
+
+def test_unprovisioned_rate_limited_worker_stops_naming_provision(
+    role_server: RoleServer, cache: MirroredCache, make_source: SourceFactory
+) -> None:
+    """`serve` as the worker with no bucket logs the refusal and exits 2 naming provision."""
+    source, _ = make_source("sample")
+    cache.add("acme/sample", source)
+    cache.set_config("[capabilities.code_search]\nrate_per_minute = 5\n")
+    worker = WorkerProcess(cache.root, role_server.url, env=worker_environment(role_server))
+    with pytest.raises(RuntimeError, match="did not become ready"):
+        worker.start()
+    assert worker.process is not None
+    assert worker.process.returncode == 2
+    logs = worker.logs()
+    assert "repo-reader provision" in logs
+    events = [json.loads(line) for line in logs.splitlines() if line.startswith("{")]
+    errors = [e["error"].lower() for e in events if e["event"] == "nats.error"]
+    assert errors == [Pub(f"$JS.API.STREAM.CREATE.{BUCKET_STREAM}").violation()]
+
+
+def test_worker_may_neither_create_nor_delete_a_stream(role_server: RoleServer) -> None:
+    """D5: a worker's stream create, delete, purge are refused; only the bucket exists, intact."""
+
+    async def scenario() -> list[str]:
+        async with connect(role_server, "provisioner") as provisioner:
+            await provision(provisioner.nc)
+        async with connect(role_server, "worker") as worker:
+            bucket = await worker.nc.jetstream().key_value(BUCKET)
+            await bucket.create("research.1", b"1")
+            js = worker.nc.jetstream(timeout=0.5)
+            attempts: list[Any] = [
+                lambda: js.add_stream(StreamConfig(name="SCRATCH", subjects=["scratch.>"])),
+                lambda: js.delete_stream(BUCKET_STREAM),
+                lambda: js.purge_stream(BUCKET_STREAM),
+                lambda: js.delete_key_value(BUCKET),
+            ]
+            refusals = []
+            for attempt in attempts:
+                async with worker.refused() as refusal:
+                    with pytest.raises(NatsTimeoutError):
+                        await attempt()
+                refusals.append(refusal.message)
+            entry = await bucket.get("research.1")
+            assert entry.value == b"1"
+            return refusals
+
+    refusals = asyncio.run(scenario())
+    assert refusals == [
+        Pub(f"$JS.API.STREAM.{verb}.{stream}").violation()
+        for verb, stream in [
+            ("CREATE", "SCRATCH"),
+            ("DELETE", BUCKET_STREAM),
+            ("PURGE", BUCKET_STREAM),
+            ("DELETE", BUCKET_STREAM),
+        ]
+    ]
+    assert jetstream_inventory(role_server.monitoring_url) == {
+        BUCKET_STREAM: (1, ()),
+        REQUEST_STREAM: (0, (WORKER_CONSUMER,)),  # as provisioned, untouched
+    }
+
+
+DURABLE_SUBJECT = "repo_reader.v1.durable.research"
+"""This test's subject for a durable request; the stream's subjects are the durable design's
+to choose (the config names only the stream and the consumer)."""
+
+
+def test_worker_fetches_and_acks_only_from_its_consumer(role_server: RoleServer) -> None:
+    """A worker fetches and acks a durable request from WORKERS and may touch no other consumer."""
+
+    async def scenario() -> tuple[int, bytes, list[str]]:
+        async with connect(role_server, "provisioner") as provisioner:
+            js = provisioner.nc.jetstream()
+            await js.add_stream(
+                StreamConfig(
+                    name=REQUEST_STREAM,
+                    subjects=["repo_reader.v1.durable.>"],
+                    retention=RetentionPolicy.WORK_QUEUE,
+                )
+            )
+            await js.add_consumer(
+                REQUEST_STREAM,
+                ConsumerConfig(durable_name=WORKER_CONSUMER, ack_policy=AckPolicy.EXPLICIT),
+            )
+            assert provisioner.errors == []
+        async with (
+            connect(role_server, "orchestrator") as caller,
+            connect(role_server, "worker") as worker,
+        ):
+            ack = await caller.nc.jetstream().publish(
+                DURABLE_SUBJECT, b"question", headers={"Nats-Msg-Id": "request-1"}
+            )
+            pulled = await worker.nc.jetstream().pull_subscribe_bind(
+                durable=WORKER_CONSUMER, stream=REQUEST_STREAM
+            )
+            (message,) = await pulled.fetch(1, timeout=10)
+            await message.ack_sync()
+            js = worker.nc.jetstream(timeout=0.5)
+            spy = await js.pull_subscribe_bind(durable="SPY", stream=REQUEST_STREAM)
+            attempts: list[Any] = [
+                lambda: js.add_consumer(REQUEST_STREAM, ConsumerConfig(durable_name="SPY")),
+                lambda: spy.fetch(1, timeout=0.5),
+                lambda: js.delete_consumer(REQUEST_STREAM, WORKER_CONSUMER),
+            ]
+            refusals = []
+            for attempt in attempts:
+                async with worker.refused() as refusal:
+                    with pytest.raises(NatsTimeoutError):
+                        await attempt()
+                refusals.append(refusal.message)
+            assert caller.errors == []
+            return ack.seq, message.data, refusals
+
+    sequence, data, refusals = asyncio.run(scenario())
+    assert (sequence, data) == (1, b"question")
+    assert refusals == [
+        Pub(f"$JS.API.CONSUMER.DURABLE.CREATE.{REQUEST_STREAM}.SPY").violation(),
+        Pub(f"$JS.API.CONSUMER.MSG.NEXT.{REQUEST_STREAM}.SPY").violation(),
+        Pub(f"$JS.API.CONSUMER.DELETE.{REQUEST_STREAM}.{WORKER_CONSUMER}").violation(),
+    ]
+    inventory = jetstream_inventory(role_server.monitoring_url)
+    assert inventory == {REQUEST_STREAM: (0, (WORKER_CONSUMER,))}  # acked: the queue is empty
+
+
+def test_mirror_service_answers_the_orchestrators_admin_sync(
+    role_server: RoleServer, cache: MirroredCache, make_source: SourceFactory
+) -> None:
+    """`mirror serve` as the mirror answers the orchestrator's admin.sync, with no refusal."""
+    source, head = make_source("sample")
+    cache.add("acme/sample", source)
+    env = {
+        "REPO_READER_NATS_USER": "mirror",
+        "REPO_READER_NATS_PASSWORD": role_server.passwords["mirror"],
+    }
+    mirror = MirrorProcess(cache.root, role_server.url, interval=0, env=env)
+
+    async def sync() -> SyncResponse:
+        async with await RepoReaderClient.connect(
+            role_server.url,
+            user="orchestrator",
+            password=role_server.passwords["orchestrator"],
+            timeout=60,
+        ) as orchestrator:
+            (answer,) = await orchestrator.call(
+                Subject.ADMIN_SYNC, SyncRequest(repos=("acme/sample",)), SyncResponse
+            )
+            return answer
+
+    try:
+        answer = asyncio.run(sync())
+    finally:
+        assert mirror.stop() == 0
+    assert [(r.repo, r.head) for r in answer.results] == [("acme/sample", head)]
+    assert "permissions violation" not in mirror.log.read_text().lower()
+
+
+EAVESDROPPING = (">", "*.>", "_INBOX.>", inbox("orchestrator"), inbox("worker"), "repo_reader.>")
+
+LOAD: list[tuple[Subject, msgspec.Struct, type[msgspec.Struct]]] = [
+    *[
+        (Subject.RESEARCH, RepoReaderRequest(query=query), RepoReaderResponse)
+        for query in ("register a route handler", "load the configuration file") * 10
+    ],
+    *[
+        (Subject.CODE_SEARCH, CodeSearchRequest(repo="acme/sample", query=q), CodeSearchResponse)
+        for q in ("routes", "config", "handler", "path", "toml") * 2
+    ],
+    *[
+        (
+            Subject.CODE_READ,
+            CodeReadRequest(repo="acme/sample", path=path, start_line=1, end_line=8),
+            CodeReadResponse,
+        )
+        for path in ("sample/routing.py", "sample/config.py") * 5
+    ],
+    *[(Subject.CODE_LIST, CodeListRequest(repo="acme/sample"), CodeListResponse)] * 5,
+    *[(Subject.REPO_STATUS, RepoStatusRequest(repo="acme/sample"), RepoStatusResponse)] * 5,
+]
+
+
+@dataclass
+class Overheard:
+    """What reached the synthesis agent's connection during the load."""
+
+    refusals: list[str]
+    messages: list[tuple[str, int]]
+    in_msgs: int
+    in_bytes: int
+    denied: AccessDenied
+
+
+async def provisioned(server: RoleServer) -> None:
+    """What `repo-reader provision` does, as the provisioner."""
+    async with connect(server, "provisioner") as provisioner:
+        await provision(provisioner.nc)
+
+
+async def orchestrate_load(server: RoleServer) -> tuple[list[Any], AccessDenied]:
+    """The LOAD as the orchestrator, and meanwhile a research request as the synthesis agent."""
+    async with (
+        await RepoReaderClient.connect(
+            server.url,
+            user="orchestrator",
+            password=server.passwords["orchestrator"],
+            timeout=120,
+        ) as orchestrator,
+        await RepoReaderClient.connect(
+            server.url, user="synthesis", password=server.passwords["synthesis"], timeout=10
+        ) as intruder,
+    ):
+
+        async def ask(subject: Subject, request: Any, response: Any) -> Any:
+            if subject is Subject.RESEARCH:
+                return await orchestrator.research(request)
+            return (await orchestrator.call(subject, request, response))[0]
+
+        async def intrude() -> AccessDenied:
+            with pytest.raises(AccessDenied) as denied:
+                await intruder.research(RepoReaderRequest(query="register a route"))
+            return denied.value
+
+        *answers, denied = await asyncio.gather(*(ask(*call) for call in LOAD), intrude())
+    return answers, denied
+
+
+async def eavesdrop_during_load(server: RoleServer) -> tuple[list[Any], Overheard]:
+    """The synthesis agent tries every EAVESDROPPING subscription, listens on its own inbox,
+    and counts what reaches its connection while the orchestrator's load is answered."""
+    heard: list[tuple[str, int]] = []
+    own = asyncio.Event()
+
+    async def listen(msg: Msg) -> None:
+        heard.append((msg.subject, len(msg.data)))
+
+    async def mine(msg: Msg) -> None:
+        own.set()
+
+    async with connect(server, "synthesis") as synthesis:
+        refusals = []
+        for subject in EAVESDROPPING:
+            async with synthesis.refused() as refusal:
+                await synthesis.nc.subscribe(subject, cb=listen)
+            refusals.append(refusal.message)
+        await synthesis.nc.subscribe(inbox("synthesis"), cb=listen)
+        await synthesis.nc.subscribe("synthesis.after-load", cb=mine)
+        await synthesis.settled()
+        answers, denied = await orchestrate_load(server)
+        # Published after every answer arrived: anything routed to this connection during
+        # the load reached it before this does.
+        await synthesis.nc.publish("synthesis.after-load", b"done")
+        await asyncio.wait_for(own.wait(), timeout=10)
+        assert synthesis.violations() == refusals
+        overheard = Overheard(
+            refusals=refusals,
+            messages=heard,
+            in_msgs=synthesis.nc.stats["in_msgs"],
+            in_bytes=synthesis.nc.stats["in_bytes"],
+            denied=denied,
+        )
+    return answers, overheard
+
+
+def answered(subject: Subject, answer: Any) -> bool:
+    """Whether `answer` carries what `subject` is asked for."""
+    match subject:
+        case Subject.RESEARCH:
+            return bool(answer.artifacts)
+        case Subject.CODE_SEARCH:
+            return bool(answer.hits)
+        case Subject.CODE_READ:
+            return bool(answer.content)
+        case Subject.CODE_LIST:
+            return bool(answer.entries)
+        case _:
+            return bool(answer.repo == "acme/sample")
+
+
+def test_synthesis_hears_nothing_while_a_worker_answers_the_orchestrator(
+    role_server: RoleServer, cache: MirroredCache, make_source: SourceFactory
+) -> None:
+    """D4: while a worker answers 50 orchestrator requests, synthesis receives 0 bytes of any."""
+    source, _ = make_source("sample")
+    cache.add("acme/sample", source)
+    cache.set_config(
+        "[capabilities.research]\nrate_per_minute = 1000\n"
+        "[capabilities.code_search]\nrate_per_minute = 1000\n"
+    )
+    asyncio.run(provisioned(role_server))
+    env = worker_environment(role_server)
+    with WorkerProcess(cache.root, role_server.url, concurrency=2, env=env) as worker:
+        answers, overheard = asyncio.run(eavesdrop_during_load(role_server))
+    assert len(answers) == len(LOAD) == 50
+    assert [s for (s, _, _), a in zip(LOAD, answers, strict=True) if not answered(s, a)] == []
+    assert overheard.refusals == [Sub(s).violation() for s in EAVESDROPPING]
+    assert overheard.messages == []
+    assert (overheard.in_msgs, overheard.in_bytes) == (1, len(b"done"))
+    assert overheard.denied.details["subject"] == Subject.RESEARCH.value
+    assert "permissions violation" not in worker.logs().lower()
+    messages, _ = jetstream_inventory(role_server.monitoring_url)[BUCKET_STREAM]
+    assert messages > 0  # the worker counted requests in its bucket
 
 
 def raw_connect(url: str, credentials: dict[str, str]) -> str:
@@ -279,3 +806,43 @@ def test_known_client_gets_in_at_protocol_level(role_server: RoleServer) -> None
     """The same exchange with a role's real password is answered with PONG."""
     credentials = {"user": "orchestrator", "pass": role_server.passwords["orchestrator"]}
     assert raw_connect(role_server.url, credentials) == "PONG"
+
+
+def test_the_roles_are_the_configs_users() -> None:
+    """Every role the tests know has a user in the config, and no other user exists."""
+    users = [
+        line.split(":", 1)[1].strip()
+        for line in NATS_CONF.read_text().splitlines()
+        if line.strip().startswith("user:")
+    ]
+    assert sorted(users) == sorted(ROLES)
+
+
+def test_durable_requests_work_within_the_roles(
+    role_server: RoleServer, cache: MirroredCache, make_source: SourceFactory
+) -> None:
+    """Provisioned stream; the orchestrator's durable request is answered by a worker (in the
+    orchestrator's inbox), replayable by the orchestrator, with no permission violation."""
+    source, _ = make_source("sample")
+    cache.add("acme/sample", source)
+    asyncio.run(provisioned(role_server))
+
+    async def ask() -> tuple[str, int]:
+        async with await RepoReaderClient.connect(
+            role_server.url,
+            user="orchestrator",
+            password=role_server.passwords["orchestrator"],
+            timeout=60,
+        ) as client:
+            (status,) = await client.durable_call(
+                Subject.REPO_STATUS, RepoStatusRequest(repo="acme/sample"), RepoStatusResponse
+            )
+        async with connect(role_server, "orchestrator") as orchestrator:
+            recorded = await recorded_requests(orchestrator.nc)
+            assert orchestrator.errors == []
+        return status.repo, len(recorded)
+
+    with WorkerProcess(cache.root, role_server.url, env=worker_environment(role_server)) as worker:
+        repo, recorded = asyncio.run(ask())
+    assert (repo, recorded) == ("acme/sample", 1)
+    assert "permissions violation" not in worker.logs().lower()

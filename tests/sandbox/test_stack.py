@@ -25,7 +25,7 @@ import pytest
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from contracts import RepoConstraints, RepoReaderRequest, SyncRequest, SyncResponse
-from contracts.subjects import SERVICE_NAME, Subject
+from contracts.subjects import SERVICE_NAME, Subject, inbox_prefix_for
 from tests.sandbox.conftest import ProjectImages
 from tests.sandbox.probes import WRITE_PROBE, posture_rules, usable_default_routes, write_outcomes
 from tests.sandbox.roles import NATS_CONF, new_passwords, password_environment
@@ -185,7 +185,7 @@ async def requests_handled(stack: Stack, instances: int) -> dict[str, int]:
     """Requests handled so far by each worker instance, from `$SRV.STATS` (as the orchestrator)."""
     nc = await nats.connect(
         stack.url, user="orchestrator", password=stack.passwords["orchestrator"],
-        allow_reconnect=False,
+        inbox_prefix=inbox_prefix_for("orchestrator"), allow_reconnect=False,
     )  # fmt: skip
     handled: dict[str, int] = {}
     try:

@@ -1,4 +1,5 @@
-"""Worker processes for tests: the real `repo-reader serve` command, run as in production."""
+"""Service processes for tests: the real `repo-reader serve` and `mirror serve` commands, run as
+in production."""
 
 from __future__ import annotations
 
@@ -83,3 +84,31 @@ class WorkerProcess:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+class MirrorProcess:
+    """`python -m worker.cli.main mirror serve` on a cache."""
+
+    def __init__(
+        self, cache: Path, url: str, interval: float, *, env: dict[str, str] | None = None
+    ) -> None:
+        self.ready = cache.parent / "mirror.ready"
+        self.log = cache.parent / "mirror.log"
+        command = [
+            sys.executable, "-m", "worker.cli.main", "--cache", str(cache), "mirror", "serve",
+            "--nats", url, "--interval", str(interval), "--ready-file", str(self.ready),
+        ]  # fmt: skip
+        environment = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), **(env or {})}
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(
+                command, env=environment, stdout=out, stderr=subprocess.STDOUT
+            )
+        deadline = time.monotonic() + 60
+        while not self.ready.exists():
+            assert self.process.poll() is None, self.log.read_text()
+            assert time.monotonic() < deadline, self.log.read_text()
+            time.sleep(0.05)
+
+    def stop(self) -> int:
+        self.process.terminate()
+        return self.process.wait(timeout=60)

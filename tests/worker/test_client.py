@@ -136,11 +136,12 @@ def test_exhausted_retries_raise_timeout(nats_server: EmbeddedNats, sample: Mirr
             worker.process.send_signal(signal.SIGCONT)
 
 
+# The synthesis user as sandbox/nats.conf has it: its own subjects and its own inbox only.
 PERMISSIONS = """
 authorization {
   users = [
     {user: synthesis, password: synthesis-pw,
-     permissions: {publish: {deny: ["repo_reader.>"]}, subscribe: ["_INBOX.>"]}}
+     permissions: {publish: ["synthesis.>"], subscribe: ["synthesis.>", "_INBOX_synthesis.>"]}}
   ]
 }
 """
@@ -179,6 +180,61 @@ def test_a_timeout_answer_is_not_retried(nats_server: EmbeddedNats, sample: Mirr
     refused = [line for line in worker.logs().splitlines() if '"request.refused"' in line]
     assert len(refused) == 1
     assert '"code": "TIMEOUT"' in refused[0]
+
+
+# One user that may request and read only its own inbox prefix, one that answers.
+ISOLATED_INBOXES = """
+authorization {
+    users: [
+        {
+            user: alice
+            password: alicepw
+            permissions: {
+                publish: ["repo_reader.v1.>"]
+                subscribe: ["_INBOX_alice.>"]
+            }
+        }
+        {
+            user: responder
+            password: responderpw
+            permissions: { subscribe: ["repo_reader.v1.>"], allow_responses: true }
+        }
+    ]
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("options", "prefix"),
+    [({}, "_INBOX_alice"), ({"inbox_prefix": "_INBOX_alice.gateway"}, "_INBOX_alice.gateway")],
+)
+def test_replies_come_to_the_users_own_inbox_prefix(options: dict[str, str], prefix: str) -> None:
+    """A user allowed only its own inbox prefix gets its answers there (default or given)."""
+
+    async def scenario() -> list[str]:
+        reply_subjects: list[str] = []
+        with EmbeddedNats(config_text=ISOLATED_INBOXES) as server:
+            responder = await nats.connect(server.url, user="responder", password="responderpw")
+
+            async def answer(message: Msg) -> None:
+                reply_subjects.append(message.reply)
+                reply = {"request_id": message.headers["Repo-Reader-Request-Id"], "last": True}
+                await message.respond(msgspec.msgpack.encode(reply))
+
+            await responder.subscribe(Subject.RESEARCH.value, cb=answer)
+            await responder.flush()
+            try:
+                async with await RepoReaderClient.connect(
+                    server.url, user="alice", password="alicepw", timeout=20, **options
+                ) as client:
+                    result = await client.research(RepoReaderRequest(query="router"))
+            finally:
+                await responder.close()
+        assert result.artifacts == ()
+        return reply_subjects
+
+    (reply_subject,) = asyncio.run(scenario())
+    assert reply_subject.startswith(prefix + ".")
 
 
 def test_an_error_code_this_client_does_not_know_still_decodes(nats_server: EmbeddedNats) -> None:

@@ -147,6 +147,7 @@ async def run_graph_command(args: argparse.Namespace) -> tuple[str, ExitCode]:
         args.nats,
         user=credentials.user,
         password=credentials.password,
+        inbox_prefix=credentials.inbox_prefix,
         timeout=args.timeout,
         max_reconnect_attempts=1,
     ) as client:

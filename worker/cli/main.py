@@ -1,4 +1,5 @@
-"""The `repo-reader` command: serve, mirror, ask, the agent tools, schema, quickstart."""
+"""The `repo-reader` command: serve, mirror, ask, the agent tools, schema, provision,
+quickstart."""
 
 from __future__ import annotations
 
@@ -62,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     gateway.add_argument("--host", default="127.0.0.1")
     gateway.add_argument("--port", type=int, default=9876)
     gateway.add_argument("--ready-file", type=Path, help="written once listening")
+    provision = commands.add_parser(
+        "provision", help="create the JetStream resources workers use (as the provisioner)"
+    )
+    _nats_option(provision)
     schema = commands.add_parser("schema", help="write the JSON Schemas of every message")
     schema.add_argument("--out", type=Path, help="file to write (default: stdout)")
     quickstart = commands.add_parser(
@@ -233,6 +238,8 @@ def _run(args: argparse.Namespace, cache: Path) -> int:
             )
         case "schema":
             return _schema(args)
+        case "provision":
+            return asyncio.run(_provision(args))
         case "quickstart":
             from worker.cli.quickstart import quickstart
 
@@ -349,6 +356,29 @@ def _print_list(mirror: Mirror, *, as_json: bool) -> None:
         )
 
 
+async def _provision(args: argparse.Namespace) -> int:
+    import nats
+
+    from worker.service.provision import provision
+    from worker.service.server import NatsCredentials
+
+    credentials = NatsCredentials.from_environment()
+    nc = await nats.connect(
+        args.nats,
+        user=credentials.user,
+        password=credentials.password,
+        inbox_prefix=credentials.inbox_prefix,
+        name="repo-reader-provision",
+        max_reconnect_attempts=2,
+    )
+    try:
+        for line in await provision(nc):
+            print(f"ready: {line}")
+    finally:
+        await nc.close()
+    return 0
+
+
 async def _admin(args: argparse.Namespace) -> int:
     from contracts.admin import RebuildIndexRequest, RebuildIndexResponse, SyncRequest, SyncResponse
     from contracts.subjects import Subject
@@ -360,6 +390,7 @@ async def _admin(args: argparse.Namespace) -> int:
         args.nats,
         user=credentials.user,
         password=credentials.password,
+        inbox_prefix=credentials.inbox_prefix,
         timeout=args.timeout,
         attempts=1,
         max_reconnect_attempts=2,
@@ -417,6 +448,7 @@ async def _ask(args: argparse.Namespace) -> int:
             args.nats,
             user=credentials.user,
             password=credentials.password,
+            inbox_prefix=credentials.inbox_prefix,
             timeout=args.timeout,
             max_reconnect_attempts=2,
             reconnect_time_wait=0.5,

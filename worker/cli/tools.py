@@ -146,7 +146,11 @@ async def run_tool_command(args: argparse.Namespace) -> int:
     request = tool_request(args)
     credentials = NatsCredentials.from_environment()
     async with await RepoReaderClient.connect(
-        args.nats, user=credentials.user, password=credentials.password, timeout=args.timeout
+        args.nats,
+        user=credentials.user,
+        password=credentials.password,
+        inbox_prefix=credentials.inbox_prefix,
+        timeout=args.timeout,
     ) as client:
         batches = await client.call(subject, request, response_type)
     answer = join_batches(batches, items) if items else batches[0]

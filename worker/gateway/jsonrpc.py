@@ -174,8 +174,15 @@ class Gateway:
         return method.result(answer)
 
 
-def create_app(nats_url: str, *, user: str | None = None, password: str | None = None) -> Starlette:
-    """The gateway's ASGI application, connected to NATS for its lifetime."""
+def create_app(
+    nats_url: str,
+    *,
+    user: str | None = None,
+    password: str | None = None,
+    inbox_prefix: str | None = None,
+) -> Starlette:
+    """The gateway's ASGI application, connected to NATS for its lifetime (replies under
+    `inbox_prefix`, by default the user's own: see `RepoReaderClient.connect`)."""
     state: dict[str, Gateway] = {}
 
     @contextlib.asynccontextmanager
@@ -184,6 +191,7 @@ def create_app(nats_url: str, *, user: str | None = None, password: str | None =
             nats_url,
             user=user,
             password=password,
+            inbox_prefix=inbox_prefix,
             timeout=float(os.environ.get("REPO_READER_GATEWAY_TIMEOUT", "60")),
         )
         state["gateway"] = Gateway(client)

@@ -41,7 +41,12 @@ def serve_gateway(
 ) -> int:
     """Serve `POST /v1/rpc` until interrupted; the exit status (non-zero if it failed)."""
     credentials = NatsCredentials.from_environment()
-    app = create_app(nats_url, user=credentials.user, password=credentials.password)
+    app = create_app(
+        nats_url,
+        user=credentials.user,
+        password=credentials.password,
+        inbox_prefix=credentials.inbox_prefix,
+    )
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", lifespan="on", access_log=False
     )

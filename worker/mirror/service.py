@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Final
 
 import structlog
-from nats.errors import Error as NatsError
 
 from contracts.admin import (
     EdgeCounts,
@@ -30,7 +29,6 @@ from contracts.admin import (
 from contracts.subjects import Subject
 from worker.errors import AccessDenied, InternalError
 from worker.mirror.sync import Mirror, SyncError
-from worker.service.durable import StreamSettings, ensure_request_stream
 from worker.service.server import (
     Capability,
     Reply,
@@ -148,11 +146,6 @@ async def serve_mirror(
         name="repo-reader-mirror",
         reconnect_seconds=mirror.config.server.reconnect_seconds,
     )
-    try:
-        await ensure_request_stream(connection.nc.jetstream(), StreamSettings())
-    except NatsError as exc:
-        # Durable requests are optional: core request-reply works without the stream.
-        log.warning("durable.stream_not_created", error=str(exc))
     service = WorkerService(
         connection.nc,
         MirrorAdmin(mirror).capabilities(),

@@ -26,7 +26,7 @@ from nats.js.kv import KeyValue
 
 from contracts.subjects import Subject
 from worker.config import Capabilities
-from worker.errors import InternalError, RateLimited
+from worker.errors import ConfigError, InternalError, RateLimited
 
 log = structlog.get_logger(__name__)
 
@@ -112,7 +112,12 @@ class RateLimiter:
 
 
 async def open_bucket(nc: NATS) -> KeyValue:
-    """The shared rate-limit bucket, created with a TTL when it does not exist yet."""
+    """The shared rate-limit bucket, created with a TTL when it does not exist yet and this
+    connection may create it.
+
+    sandbox/nats.conf lets only the provisioner create it (`repo-reader provision`): a worker
+    finding no bucket there stops with a ConfigError saying so.
+    """
     js = nc.jetstream()
     try:
         return await js.key_value(BUCKET)
@@ -128,5 +133,13 @@ async def open_bucket(nc: NATS) -> KeyValue:
             )
         )
     except Exception:
-        # Another worker may have created it between the lookup and the create.
+        # Another worker may have created it between the lookup and the create; or this
+        # connection may not create buckets (the server drops the request: a timeout).
+        pass
+    try:
         return await js.key_value(BUCKET)
+    except BucketNotFoundError:
+        raise ConfigError(
+            f"the rate-limit bucket {BUCKET} does not exist and this NATS user may not create "
+            "it: run `repo-reader provision` as the provisioner user first"
+        ) from None

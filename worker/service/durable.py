@@ -73,11 +73,23 @@ class StreamSettings:
 
 
 async def ensure_request_stream(js: JetStreamContext, settings: StreamSettings) -> None:
-    """Create (or update) the request stream and the workers' consumer.
+    """Create the request stream and the workers' consumer, where missing (an existing one is
+    left as it is).
 
-    Done by an operator's credentials (the mirror service, a deployment step), never by a
-    worker: workers only consume.
+    Done by the provisioner's credentials (`repo-reader provision`), never by a worker:
+    workers only consume.
     """
+    try:
+        await js.stream_info(REQUEST_STREAM)
+    except NotFoundError:
+        await _create_stream(js, settings)
+    try:
+        await js.consumer_info(REQUEST_STREAM, WORKER_CONSUMER)
+    except NotFoundError:
+        await _create_consumer(js, settings)
+
+
+async def _create_stream(js: JetStreamContext, settings: StreamSettings) -> None:
     await js.add_stream(
         StreamConfig(
             name=REQUEST_STREAM,
@@ -90,6 +102,9 @@ async def ensure_request_stream(js: JetStreamContext, settings: StreamSettings) 
             duplicate_window=settings.duplicate_window,
         )
     )
+
+
+async def _create_consumer(js: JetStreamContext, settings: StreamSettings) -> None:
     await js.add_consumer(
         REQUEST_STREAM,
         ConsumerConfig(

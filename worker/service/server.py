@@ -35,12 +35,14 @@ from nats.micro.request import Request
 from nats.micro.service import EndpointStats, Service, ServiceConfig
 
 from contracts.subjects import (
+    DEFAULT_INBOX_PREFIX,
     HEADER_REQUEST_ID,
     QUEUE_GROUP,
     SERVICE_NAME,
     Subject,
+    inbox_prefix_for,
 )
-from worker.errors import ConnectionLost
+from worker.errors import ConfigError, ConnectionLost
 from worker.service import exchange
 from worker.service.codec import Codec, Codecs
 from worker.service.replies import body_budget, check_fit
@@ -274,19 +276,29 @@ class WorkerService:
 
 @dataclass(frozen=True, slots=True)
 class NatsCredentials:
-    """User and password for the NATS connection, from the environment or a file."""
+    """User and password for the NATS connection, from the environment or a file, and the
+    inbox prefix replies come to."""
 
     user: str | None
     password: str | None
+    inbox_prefix: str = DEFAULT_INBOX_PREFIX
 
     @classmethod
     def from_environment(cls) -> NatsCredentials:
-        """`REPO_READER_NATS_USER` with `REPO_READER_NATS_PASSWORD` or `..._PASSWORD_FILE`."""
+        """`REPO_READER_NATS_USER` with `REPO_READER_NATS_PASSWORD` or `..._PASSWORD_FILE`;
+        `REPO_READER_NATS_INBOX_PREFIX`, else `_INBOX_<user>` (see `inbox_prefix_for`)."""
+        user = os.environ.get("REPO_READER_NATS_USER") or None
         password = os.environ.get("REPO_READER_NATS_PASSWORD")
         password_file = os.environ.get("REPO_READER_NATS_PASSWORD_FILE")
         if password is None and password_file:
             password = Path(password_file).read_text().strip()
-        return cls(user=os.environ.get("REPO_READER_NATS_USER"), password=password)
+        prefix = os.environ.get("REPO_READER_NATS_INBOX_PREFIX")
+        if not prefix:
+            try:
+                prefix = inbox_prefix_for(user)
+            except ValueError as exc:
+                raise ConfigError(f"REPO_READER_NATS_USER: {exc}") from None
+        return cls(user=user, password=password, inbox_prefix=prefix)
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,10 +334,15 @@ async def connect_service(
     async def on_reconnected() -> None:
         log.info("nats.reconnected")
 
+    async def on_error(exc: Exception) -> None:
+        # E.g. a permissions violation: the server refused something this service needs.
+        log.warning("nats.error", error=str(exc))
+
     nc = await nats.connect(
         nats_url,
         user=credentials.user,
         password=credentials.password,
+        inbox_prefix=credentials.inbox_prefix,
         name=name,
         max_reconnect_attempts=max(1, math.ceil(reconnect_seconds / RECONNECT_WAIT_SECONDS)),
         reconnect_time_wait=RECONNECT_WAIT_SECONDS,
@@ -333,6 +350,7 @@ async def connect_service(
         closed_cb=on_closed,
         disconnected_cb=on_disconnected,
         reconnected_cb=on_reconnected,
+        error_cb=on_error,
     )
     return ServiceConnection(nc=nc, closed=closed)
 

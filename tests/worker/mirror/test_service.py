@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,37 +16,13 @@ import pytest
 from contracts import RebuildIndexRequest, RebuildIndexResponse, Subject, SyncRequest, SyncResponse
 from tests.support.cache import MirroredCache, SourceFactory
 from tests.support.gitrepos import commit
-from tests.support.workers import PROJECT_ROOT
+from tests.support.workers import MirrorProcess
 from worker.client import RepoReaderClient
 from worker.errors import AccessDenied, RevisionNotFound
 from worker.repos.layout import CacheLayout
 from worker.service.embedded_nats import EmbeddedNats
 
 T = TypeVar("T", bound=msgspec.Struct)
-
-
-class MirrorProcess:
-    """`python -m worker.cli.main mirror serve` on a cache."""
-
-    def __init__(self, cache: Path, url: str, interval: float) -> None:
-        self.ready = cache.parent / "mirror.ready"
-        self.log = cache.parent / "mirror.log"
-        command = [
-            sys.executable, "-m", "worker.cli.main", "--cache", str(cache), "mirror", "serve",
-            "--nats", url, "--interval", str(interval), "--ready-file", str(self.ready),
-        ]  # fmt: skip
-        env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
-        with self.log.open("wb") as out:
-            self.process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while not self.ready.exists():
-            assert self.process.poll() is None, self.log.read_text()
-            assert time.monotonic() < deadline, self.log.read_text()
-            time.sleep(0.05)
-
-    def stop(self) -> int:
-        self.process.terminate()
-        return self.process.wait(timeout=60)
 
 
 @pytest.fixture
