@@ -58,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_tool_commands(commands, default_nats=DEFAULT_NATS_URL)
     add_graph_commands(commands, default_nats=DEFAULT_NATS_URL)
     add_replay_command(commands, nats_option=_nats_option)
+    ready = commands.add_parser(
+        "ready", help="exit 0 if the service that wrote READY_FILE is up, 4 if not"
+    )
+    ready.add_argument("ready_file", type=Path, metavar="READY_FILE")
     gateway = commands.add_parser("gateway", help="serve the JSON-RPC 2.0 gateway (POST /v1/rpc)")
     _nats_option(gateway)
     gateway.add_argument("--host", default="127.0.0.1")
@@ -230,6 +234,10 @@ def _run(args: argparse.Namespace, cache: Path) -> int:
             return code
         case "replay":
             return asyncio.run(run_replay(args))
+        case "ready":
+            from worker.service.readiness import is_ready
+
+            return ExitCode.SUCCESS if is_ready(args.ready_file) else ExitCode.SERVICE_ERROR
         case "gateway":
             from worker.gateway.serve import serve_gateway
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import uvicorn
 
 from worker.gateway.jsonrpc import create_app
+from worker.service.readiness import write_ready
 from worker.service.server import NatsCredentials
 
 DEFAULT_HOST = "127.0.0.1"
@@ -24,7 +25,7 @@ class _Server(uvicorn.Server):
     async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
         await super().startup(sockets=sockets)  # type: ignore[arg-type]
         if self.ready_file is not None and self.started:
-            self.ready_file.write_text("ready\n")
+            write_ready(self.ready_file, "gateway")
 
     async def shutdown(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
         if self.ready_file is not None:

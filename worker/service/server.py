@@ -45,6 +45,7 @@ from contracts.subjects import (
 from worker.errors import ConfigError, ConnectionLost
 from worker.service import exchange
 from worker.service.codec import Codec, Codecs
+from worker.service.readiness import write_ready
 from worker.service.replies import body_budget, check_fit
 
 log = structlog.get_logger(__name__)
@@ -148,7 +149,7 @@ class WorkerService:
                 )
         await self._nc.flush()
         if self._ready_file is not None:
-            self._ready_file.write_text(f"{self._service.id}\n")
+            write_ready(self._ready_file, self._service.id)
         log.info(
             "worker.ready",
             subjects=[s.value for s in self._capabilities],
