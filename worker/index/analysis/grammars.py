@@ -170,8 +170,24 @@ _GRAMMAR_OF_LANGUAGE: Final[dict[str, str]] = {
 }
 
 
-_CPP_HEADER: Final = re.compile(rb"^[ \t]*(?:class|namespace|template)\b[^;\n]*(?:\{|<|$)", re.M)
+_CPP_WORDS: Final = (b"class", b"namespace", b"template")
+_CPP_LINE: Final = re.compile(rb"(?:class|namespace|template)\b[^;\n]*(?:\{|<|$)", re.M)
 """A line only C++ starts: a `.h` file holding one is parsed as C++."""
+
+
+def _declares_cpp(data: bytes) -> bool:
+    """Whether a line starts with a C++ class, namespace or template declaration.
+
+    Found from the words (a search for a literal), not by a pattern tried at every line.
+    """
+    for word in _CPP_WORDS:
+        at = data.find(word)
+        while at >= 0:
+            line_start = data.rfind(b"\n", 0, at) + 1
+            if not data[line_start:at].strip(b" \t") and _CPP_LINE.match(data, at):
+                return True
+            at = data.find(word, at + len(word))
+    return False
 
 
 def grammar_of(path: str, data: bytes | None = None) -> str | None:
@@ -185,7 +201,7 @@ def grammar_of(path: str, data: bytes | None = None) -> str | None:
     if language == "typescript" and extension_of(path) == ".tsx":
         return "tsx"
     if language == "c" and data is not None and extension_of(path) == ".h":
-        return "cpp" if _CPP_HEADER.search(data) else "c"
+        return "cpp" if _declares_cpp(data) else "c"
     return _GRAMMAR_OF_LANGUAGE.get(language) if language is not None else None
 
 
