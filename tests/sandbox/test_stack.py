@@ -206,10 +206,10 @@ async def requests_handled(stack: Stack, instances: int) -> dict[str, int]:
 
 
 def instance_id(worker: Any) -> str:
-    """The micro service id a worker container serves under (it writes it to its ready file)."""
+    """The micro service id a worker container serves under (its ready file's first field)."""
     code, output = exec_in(worker, ["cat", READY_FILE])
     assert code == 0, output
-    return output.strip()
+    return output.split()[0]
 
 
 def restore(worker: Any) -> None:

@@ -165,7 +165,12 @@ class DurableRequests:
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)
         finally:
-            await advisories.unsubscribe()
+            # Unsubscribed here, not left to the drain: a pull subscription nobody reads
+            # (the status of a fetch that timed out) would hold the drain to its timeout.
+            with contextlib.suppress(Exception):
+                await subscription.unsubscribe()
+            with contextlib.suppress(Exception):
+                await advisories.unsubscribe()
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
 
