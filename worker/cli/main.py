@@ -62,6 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
         "ready", help="exit 0 if the service that wrote READY_FILE is up, 4 if not"
     )
     ready.add_argument("ready_file", type=Path, metavar="READY_FILE")
+    mcp = commands.add_parser("mcp", help="serve the tools over the Model Context Protocol")
+    _nats_option(mcp)
+    mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    mcp.add_argument("--host", default="127.0.0.1")
+    mcp.add_argument("--port", type=int, default=9877)
+    mcp.add_argument("--ready-file", type=Path, help="written once listening (http)")
     gateway = commands.add_parser("gateway", help="serve the JSON-RPC 2.0 gateway (POST /v1/rpc)")
     _nats_option(gateway)
     gateway.add_argument("--host", default="127.0.0.1")
@@ -238,6 +244,16 @@ def _run(args: argparse.Namespace, cache: Path) -> int:
             from worker.service.readiness import is_ready
 
             return ExitCode.SUCCESS if is_ready(args.ready_file) else ExitCode.SERVICE_ERROR
+        case "mcp":
+            from worker.gateway.serve import serve_mcp
+
+            return serve_mcp(
+                args.nats,
+                transport=args.transport,
+                host=args.host,
+                port=args.port,
+                ready_file=args.ready_file,
+            )
         case "gateway":
             from worker.gateway.serve import serve_gateway
 

@@ -54,3 +54,30 @@ def serve_gateway(
     server = _Server(config, ready_file)
     asyncio.run(server.serve())
     return 0 if server.started else 4
+
+
+def serve_mcp(
+    nats_url: str,
+    *,
+    transport: str,
+    host: str = DEFAULT_HOST,
+    port: int = 9877,
+    ready_file: Path | None = None,
+) -> int:
+    """Serve the MCP bridge over stdio, or over streamable HTTP at `/mcp`."""
+    from worker.gateway.mcp_bridge import http_app, serve_stdio
+
+    if transport == "stdio":
+        asyncio.run(serve_stdio(nats_url))
+        return 0
+    config = uvicorn.Config(
+        http_app(nats_url, host=host),
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        access_log=False,
+    )
+    server = _Server(config, ready_file)
+    asyncio.run(server.serve())
+    return 0 if server.started else 4
