@@ -41,11 +41,20 @@ keep a worker's resident set from growing with the repositories it reads."""
 class Worker:
     """The capabilities of one worker process, built over one cache."""
 
-    def __init__(self, config: Config, cache_dir: Path, *, scratch_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        cache_dir: Path,
+        *,
+        scratch_dir: Path | None = None,
+        config_file: Path | None = None,
+    ) -> None:
+        """`config_file`, when given, is followed: repositories registered or removed there
+        later are served or refused without a restart."""
         self.config = config
         pygit2.settings.mwindow_size = PACK_WINDOW_BYTES
         pygit2.settings.mwindow_mapped_limit = PACK_MAPPED_LIMIT_BYTES
-        self.catalog = RepoCatalog(config, CacheLayout(cache_dir))
+        self.catalog = RepoCatalog(config, CacheLayout(cache_dir), config_file=config_file)
         self.indexes = IndexStore(
             cache_dir,
             max_blob_bytes=config.server.max_blob_bytes,
@@ -113,6 +122,7 @@ async def serve(
             nc, worker.config.capabilities, [c.subject for c in capabilities]
         ),
         ready_file=ready_file,
+        describe=lambda: {"repos": worker.catalog.servable()},
     )
     durable = DurableRequests(nc, service, concurrency=concurrency)
     await run_service(service, stop, closed=connection.closed, beside=durable.run)

@@ -293,8 +293,9 @@ def _serve(args: argparse.Namespace, cache: Path) -> int:
             return 3
     from worker.capabilities.table import Worker, serve
 
-    config = load_config(config_path(cache, args.config))
-    worker = Worker(config, cache, scratch_dir=args.scratch)
+    config_file = config_path(cache, args.config)
+    config = load_config(config_file)
+    worker = Worker(config, cache, scratch_dir=args.scratch, config_file=config_file)
     asyncio.run(serve(worker, args.nats, concurrency=args.concurrency, ready_file=args.ready_file))
     return 0
 

@@ -9,15 +9,20 @@ registered repositories is `AMBIGUOUS_REPOSITORY`. What the config alone decides
 
 from __future__ import annotations
 
+import os
 import re
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
 
 import pygit2
+import structlog
 
-from worker.config import Config, RepoEntry
-from worker.errors import RepoNotFound
+from worker.config import Config, RepoEntry, load_config
+from worker.errors import ConfigError, RepoNotFound
 from worker.repos.layout import CacheLayout, MirrorState, trust_configured_repositories
 from worker.repos.registry import lookup_repo, not_mirrored, unknown_revision
 
@@ -38,17 +43,63 @@ class ResolvedRepo:
     `worker.licenses.LicenseResolver`)."""
 
 
+log = structlog.get_logger(__name__)
+
+CONFIG_RECHECK_SECONDS: Final = 1.0
+"""How often a worker looks whether the config file changed (a repository added, removed)."""
+
+
+def _stamp(path: Path | None) -> tuple[int, int] | None:
+    """What tells a changed file apart: its modification time and size (None: no file)."""
+    if path is None:
+        return None
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
 class RepoCatalog:
     """Resolves repository references against the config and the published mirror states."""
 
-    def __init__(self, config: Config, layout: CacheLayout) -> None:
+    def __init__(
+        self, config: Config, layout: CacheLayout, *, config_file: Path | None = None
+    ) -> None:
         trust_configured_repositories()
-        self.config = config
+        self._config = config
+        self._config_file = config_file
+        self._config_stamp = _stamp(config_file)
+        self._config_checked = time.monotonic()
+        self._config_lock = threading.Lock()
         self.layout = layout
         # A pygit2.Repository must not be shared between threads.
         self._local = threading.local()
         self._licenses: dict[str, tuple[str, Mapping[str, str | None]]] = {}
         self._licenses_lock = threading.Lock()
+
+    @property
+    def config(self) -> Config:
+        """The configuration, read again when its file changed (checked every second).
+
+        The mirror registers and removes repositories in the config file; a worker that
+        follows it serves them without a restart. A file that no longer parses is ignored
+        (logged) and the last good configuration kept.
+        """
+        path = self._config_file
+        if path is not None and time.monotonic() - self._config_checked >= CONFIG_RECHECK_SECONDS:
+            with self._config_lock:
+                self._config_checked = time.monotonic()
+                stamp = _stamp(path)
+                if stamp != self._config_stamp:
+                    self._config_stamp = stamp
+                    try:
+                        self._config = load_config(path)
+                    except ConfigError as exc:
+                        log.warning("catalog.config_unreadable", error=str(exc))
+                    else:
+                        log.info("catalog.config_reloaded", repos=self.servable())
+        return self._config
 
     def lookup(self, ref: str, *, field: str = "repo") -> RepoEntry:
         """The registered repository `ref` (``owner/name`` or a bare ``name``) names."""

@@ -112,6 +112,7 @@ class WorkerService:
         concurrency: int = 1,
         admission: Admission | None = None,
         ready_file: Path | None = None,
+        describe: Callable[[], Mapping[str, Any]] | None = None,
         name: str = SERVICE_NAME,
         queue_group: str = QUEUE_GROUP,
         description: str = "Bounded, license-attributed excerpts from mirrored git repositories",
@@ -124,6 +125,7 @@ class WorkerService:
         self._concurrency = concurrency
         self._admission = admission
         self._ready_file = ready_file
+        self._describe = describe
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="repo-reader")
         self._service: Service | None = None
         self._errors: defaultdict[str, Counter[str]] = defaultdict(Counter)
@@ -154,6 +156,7 @@ class WorkerService:
             "worker.ready",
             subjects=[s.value for s in self._capabilities],
             concurrency=self._concurrency,
+            **(self._describe() if self._describe is not None else {}),
         )
 
     def abandon(self) -> None:
