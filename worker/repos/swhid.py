@@ -10,8 +10,9 @@ from __future__ import annotations
 import urllib.parse
 from pathlib import Path
 
-# Qualifier values may not contain ';' or '%' unescaped; keep URL structure readable.
-_SAFE_ORIGIN = ":/?#[]@!$&'()*+,=-._~"
+# The SWHID spec escapes ';' and '%' in qualifier values, once: an origin is written as the
+# URL it is (the reference implementation reads it back with one unquote), a path with the
+# characters of a URL path left as they are.
 _SAFE_PATH = "/!$&'()*+,=:@-._~"
 
 
@@ -19,7 +20,8 @@ def origin_url(url: str) -> str:
     """The origin a repository URL stands for: credentials dropped, local paths as file:// URLs."""
     parsed = urllib.parse.urlsplit(url)
     if parsed.scheme in ("", "file") and not parsed.netloc:
-        return Path(parsed.path or url).absolute().as_uri()
+        # Not Path.as_uri(): it percent-encodes, and the qualifier would then be encoded twice.
+        return "file://" + str(Path(parsed.path or url).absolute())
     if "@" in parsed.netloc:
         parsed = parsed._replace(netloc=parsed.netloc.rsplit("@", 1)[1])
     return urllib.parse.urlunsplit(parsed)
@@ -33,9 +35,14 @@ def content_swhid(
     return ";".join(
         (
             f"swh:1:cnt:{blob}",
-            f"origin={urllib.parse.quote(origin, safe=_SAFE_ORIGIN)}",
+            f"origin={_escape_qualifier(origin)}",
             f"anchor=swh:1:rev:{commit}",
             f"path={urllib.parse.quote('/' + path, safe=_SAFE_PATH)}",
             f"lines={lines}",
         )
     )
+
+
+def _escape_qualifier(value: str) -> str:
+    """A qualifier value with ';' and '%' percent-encoded (and nothing else)."""
+    return value.replace("%", "%25").replace(";", "%3B")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
+from swh.model.swhids import QualifiedSWHID
+
 from worker.repos.swhid import content_swhid, origin_url
 
 
@@ -36,3 +38,22 @@ def test_origin_drops_credentials_and_makes_paths_urls() -> None:
     """Credentials never reach a citation; local paths become file:// URLs."""
     assert origin_url("https://user:token@example.org/a/b.git") == "https://example.org/a/b.git"
     assert origin_url("/srv/git/a.git") == "file:///srv/git/a.git"
+
+
+def test_the_reference_implementation_reads_back_what_was_written() -> None:
+    """swh.model parses the SWHID to the same origin, path and lines, and writes it the same."""
+    origin = origin_url("/srv/git/pallets+flask.git")
+    swhid = content_swhid(
+        blob="a" * 40,
+        origin=origin,
+        commit="b" * 40,
+        path="src/a b;c%d.py",
+        start_line=2,
+        end_line=5,
+    )
+    parsed = QualifiedSWHID.from_string(swhid)
+    assert parsed.origin == origin == "file:///srv/git/pallets+flask.git"
+    assert parsed.path == b"/src/a b;c%d.py"
+    assert parsed.lines == (2, 5)
+    assert str(parsed.anchor) == f"swh:1:rev:{'b' * 40}"
+    assert str(parsed) == swhid
