@@ -115,8 +115,14 @@ def _add_mirror(commands: Any) -> None:
     add.add_argument("name", metavar="OWNER/NAME")
     add.add_argument("--url", required=True, help="clone URL or local path")
     add.add_argument("--no-sync", action="store_true", help="only register it")
-    sync = mirror_commands.add_parser("sync", help="fetch and index registered repositories")
+    sync = mirror_commands.add_parser(
+        "sync", help="fetch and index registered repositories (going on past a failure)"
+    )
     sync.add_argument("names", nargs="*", metavar="OWNER/NAME")
+    remove = mirror_commands.add_parser(
+        "remove", help="unregister a repository and delete its mirror and index"
+    )
+    remove.add_argument("name", metavar="OWNER/NAME")
     listing = mirror_commands.add_parser(
         "list", help="show registered repositories and their state"
     )
@@ -307,12 +313,31 @@ def _mirror(args: argparse.Namespace, cache: Path) -> int:
     try:
         match args.mirror_command:
             case "add":
-                entry = mirror.add(args.name, args.url)
+                try:
+                    entry = mirror.add(args.name, args.url)
+                except SyncError as exc:
+                    print(f"repo-reader: {exc}", file=sys.stderr)
+                    return ExitCode.INVALID_ARGUMENTS
                 print(f"registered {entry.name} <- {entry.url}")
                 if not args.no_sync:
-                    _print_sync(mirror.sync([entry.name]))
+                    try:
+                        results = mirror.sync([entry.name])
+                    except SyncError:
+                        mirror.remove(entry.name)  # a failed add leaves nothing registered
+                        print(f"unregistered {entry.name} again", file=sys.stderr)
+                        raise
+                    _print_sync(results)
+                    _warn_unlicensed(mirror, entry.name)
             case "sync":
-                _print_sync(mirror.sync(args.names))
+                outcomes = mirror.sync_each(args.names)
+                _print_sync([o for o in outcomes if not isinstance(o, SyncError)])
+                failed = [o for o in outcomes if isinstance(o, SyncError)]
+                for error in failed:
+                    print(f"repo-reader: sync failed: {error}", file=sys.stderr)
+                return ExitCode.SERVICE_ERROR if failed else ExitCode.SUCCESS
+            case "remove":
+                mirror.remove(args.name)
+                print(f"removed {args.name}")
             case "list":
                 _print_list(mirror, as_json=args.json)
             case "serve":
@@ -330,6 +355,18 @@ def _mirror(args: argparse.Namespace, cache: Path) -> int:
         print(f"repo-reader: sync failed: {exc}", file=sys.stderr)
         return ExitCode.SERVICE_ERROR
     return 0
+
+
+def _warn_unlicensed(mirror: Mirror, name: str) -> None:
+    """Say so when no license was found: what a request for the repository will get."""
+    state = mirror.layout.read_state(name)
+    if state is not None and state.license is None:
+        print(
+            f"repo-reader: warning: no license detected for {name}: requests for its code are "
+            "LICENSE_UNAVAILABLE unless they accept unlicensed sources "
+            "(--no-require-license; require_license = false on the wire)",
+            file=sys.stderr,
+        )
 
 
 def _print_progress(name: str, message: str) -> None:

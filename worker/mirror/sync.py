@@ -15,6 +15,7 @@ import os
 import shutil
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -125,9 +126,15 @@ class Mirror:
         self._progress = progress
 
     def add(self, name: str, url: str) -> RepoEntry:
-        """Register `name` at `url` in the config file (atomically) and return its entry."""
+        """Register `name` at `url` in the config file (atomically) and return its entry.
+
+        A local path that does not exist is refused before anything is registered.
+        """
         if self.config.repo(name) is not None:
             raise ConfigError(f"{name} is already registered in {self.config_file}")
+        parsed = urllib.parse.urlsplit(url)
+        if parsed.scheme in ("", "file") and not Path(parsed.path or url).exists():
+            raise SyncError(f"{url} does not exist: nothing was registered")
         existing = self.config_file.read_text() if self.config_file.exists() else ""
         updated = existing + render_repo_entry(name, url)
         config = parse_config(updated, source=str(self.config_file))
@@ -136,6 +143,46 @@ class Mirror:
         entry = config.repo(name)
         assert entry is not None
         return entry
+
+    def remove(self, name: str) -> None:
+        """Unregister `name` and delete its mirror, index and state.
+
+        The state goes first, so workers refuse the repository from then on; then the
+        config entry (atomically), then the files.
+        """
+        entry = self.config.repo(name)
+        if entry is None:
+            raise ConfigError(f"{name} is not registered in {self.config_file}")
+        text = self.config_file.read_text()
+        block = render_repo_entry(entry.name, entry.url)
+        if block not in text:
+            raise ConfigError(
+                f"{entry.name}'s entry in {self.config_file} was edited by hand: remove it there"
+            )
+        with self.layout.sync_lock(entry.name):
+            self.layout.state_file(entry.name).unlink(missing_ok=True)
+            updated = text.replace(block, "", 1)
+            config = parse_config(updated, source=str(self.config_file))
+            atomic_write_bytes(self.config_file, updated.encode())
+            self.config = config
+            for directory in (self.layout.repo_dir(entry.name), self.layout.index_dir(entry.name)):
+                shutil.rmtree(directory, ignore_errors=True)
+            self.layout.licenses_file(entry.name).unlink(missing_ok=True)
+
+    def sync_each(self, names: Sequence[str] = ()) -> list[SyncResult | SyncError]:
+        """Sync `names` (default: every registered repository), going on past a failure:
+        each one's result, or the error it failed with."""
+        outcomes: list[SyncResult | SyncError] = []
+        for name in names or [entry.name for entry in self.config.repos]:
+            entry = self.config.repo(name)
+            if entry is None:
+                outcomes.append(SyncError(f"{name} is not registered in {self.config_file}"))
+                continue
+            try:
+                outcomes.append(self.sync_one(entry))
+            except SyncError as exc:
+                outcomes.append(exc)
+        return outcomes
 
     def sync(self, names: Sequence[str] = ()) -> list[SyncResult]:
         """Sync `names` (default: every registered repository); the first failure raises."""

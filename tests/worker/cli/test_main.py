@@ -50,6 +50,39 @@ def test_mirror_add_sync_and_list(tmp_path: Path, make_source: SourceFactory) ->
     assert f"acme/sample: unchanged {head[:12]}" in again.stdout
 
 
+def test_mirror_is_an_operators_tool(tmp_path: Path, make_source: SourceFactory) -> None:
+    """A missing path registers nothing (2); a failed first sync is unregistered again; sync
+    goes on past a broken repository (4, each reported); remove unregisters; no license is
+    warned about."""
+    cache = tmp_path / "cache"
+    missing = run("--cache", str(cache), "mirror", "add", "acme/x", "--url", str(tmp_path / "no"))
+    assert missing.returncode == 2
+    assert "does not exist" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    (tmp_path / "plain").mkdir()
+    broken = run("--cache", str(cache), "mirror", "add", "acme/b", "--url", str(tmp_path / "plain"))
+    assert broken.returncode == 4
+    assert "unregistered acme/b again" in broken.stderr
+    unlicensed, head = make_source("bare", {"main.py": "x = 1\n"})
+    added = run("--cache", str(cache), "mirror", "add", "acme/bare", "--url", str(unlicensed))
+    assert added.returncode == 0, added.stderr
+    assert "no license detected for acme/bare" in added.stderr
+    config = cache / "repo-reader.toml"
+    config.write_text(
+        config.read_text() + f'\n[[repos]]\nname = "acme/gone"\nurl = "{tmp_path / "plain"}"\n'
+    )
+    synced = run("--cache", str(cache), "mirror", "sync")
+    assert synced.returncode == 4
+    assert f"acme/bare: unchanged {head[:12]}" in synced.stdout
+    assert "sync failed: acme/gone" in synced.stderr
+    assert (cache / "repos" / "acme" / "bare.git").is_dir()
+    removed = run("--cache", str(cache), "mirror", "remove", "acme/bare")
+    assert (removed.returncode, removed.stdout) == (0, "removed acme/bare\n")
+    listed = run("--cache", str(cache), "mirror", "list", "--json")
+    assert [row["name"] for row in json.loads(listed.stdout)] == ["acme/gone"]
+    assert not (cache / "repos" / "acme" / "bare.git").exists()
+
+
 def test_ask_prints_readably_and_as_json(cache: MirroredCache, make_source: SourceFactory) -> None:
     """ask prints path:span, license and excerpt, or the whole answer as JSON."""
     source, head = make_source("sample")

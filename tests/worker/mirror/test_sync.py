@@ -89,9 +89,14 @@ def test_resync_fetches_and_prunes(tmp_path: Path) -> None:
 
 
 def test_failed_first_sync_leaves_nothing(tmp_path: Path) -> None:
-    """A clone that fails leaves no repository, no temporary directory and no state."""
+    """A clone that fails leaves no repository, no temporary directory and no state; a path
+    that does not exist is not even registered."""
     mirror = Mirror(tmp_path / "cache", tmp_path / "cache" / "repo-reader.toml")
-    mirror.add("acme/ghost", str(tmp_path / "does-not-exist"))
+    with pytest.raises(SyncError, match="does not exist"):
+        mirror.add("acme/none", str(tmp_path / "does-not-exist"))
+    assert mirror.config.repo("acme/none") is None
+    (tmp_path / "not-a-repository").mkdir()
+    mirror.add("acme/ghost", str(tmp_path / "not-a-repository"))
     with pytest.raises(SyncError, match="acme/ghost"):
         mirror.sync()
     owner_dir = tmp_path / "cache" / "repos" / "acme"
