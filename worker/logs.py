@@ -9,7 +9,8 @@ import structlog
 
 
 def configure_logging(level: str = "info") -> None:
-    """Render every log event as one JSON line on stderr; call once, at start-up."""
+    """Log to stderr: readable lines on a terminal, one JSON object per line otherwise (UTC
+    timestamps either way); call once, at start-up."""
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
     structlog.configure(
         processors=[
@@ -17,7 +18,9 @@ def configure_logging(level: str = "info") -> None:
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(sort_keys=False),
+            structlog.dev.ConsoleRenderer(colors=False)
+            if sys.stderr.isatty()
+            else structlog.processors.JSONRenderer(sort_keys=False),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),

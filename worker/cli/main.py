@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import msgspec
 
@@ -38,9 +40,25 @@ def _nats_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nats", default=os.environ.get("REPO_READER_NATS_URL", DEFAULT_NATS_URL))
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, suggesting the nearest name for a misspelled subcommand or choice."""
+
+    def error(self, message: str) -> NoReturn:
+        found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if found is not None:
+            choices = re.findall(r"'([^']*)'", found.group(2))
+            near = difflib.get_close_matches(found.group(1), choices, n=1)
+            if near:
+                message += f"; did you mean {near[0]!r}?"
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    parser = argparse.ArgumentParser(prog="repo-reader", description=__doc__)
+    parser = _Parser(prog="repo-reader", description=__doc__)
     parser.add_argument(
         "--cache", type=Path, help="cache directory (default: $REPO_READER_CACHE or the user cache)"
     )
@@ -49,8 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help="config file (default: $REPO_READER_CONFIG or <cache>/repo-reader.toml)",
     )
-    parser.add_argument("--log-level", default=os.environ.get("REPO_READER_LOG_LEVEL", "info"))
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument(
+        "--log-level",
+        type=str.lower,
+        choices=LOG_LEVELS,
+        default=os.environ.get("REPO_READER_LOG_LEVEL", "info").lower(),
+        help="default: $REPO_READER_LOG_LEVEL or info",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_serve(commands)
     _add_mirror(commands)
     _add_admin(commands)
@@ -197,6 +221,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"repo-reader: config error: {exc}", file=sys.stderr)
         return ExitCode.INVALID_ARGUMENTS
     except RepoReaderFailure as exc:
+        if getattr(args, "json", False):
+            error = {"code": str(exc.code), "message": exc.message, "details": exc.details}
+            print(json.dumps({"error": error}, default=str))
         print(f"repo-reader: {exc.code}: {exc.message}", file=sys.stderr)
         if exc.details:
             print(
@@ -227,6 +254,11 @@ def _nats_errors() -> type[Exception]:
 
 
 def _run(args: argparse.Namespace, cache: Path) -> int:
+    reads_config = args.command == "serve" or (
+        args.command == "mirror" and args.mirror_command != "add"
+    )
+    if reads_config and args.config is not None and not args.config.is_file():
+        raise ConfigError(f"--config {args.config}: no such file")
     match args.command:
         case "serve":
             return _serve(args, cache)

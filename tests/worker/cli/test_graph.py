@@ -115,6 +115,9 @@ def test_exit_codes_for_every_failure_class(nats_url: str, tmp_path: Path) -> No
         assert "Traceback" not in result.stderr
     assert "INVALID_REQUEST" in cases[2].stderr
     assert "NOT_FOUND" in cases[3].stderr
+    as_json = graph(nats_url, "retrieve", REPO, "shop/views.py:nope", "--json")
+    assert as_json.returncode == 3
+    assert json.loads(as_json.stdout)["error"]["code"] == "NOT_FOUND"
     missing_argument = graph(nats_url, "search", REPO)
     assert missing_argument.returncode == 2
     unknown_repo = graph(nats_url, "search", "stranger/repo", "x")

@@ -83,6 +83,21 @@ def test_mirror_is_an_operators_tool(tmp_path: Path, make_source: SourceFactory)
     assert not (cache / "repos" / "acme" / "bare.git").exists()
 
 
+def test_argument_mistakes_are_exit_2_with_a_hint(tmp_path: Path) -> None:
+    """A misspelled subcommand gets a suggestion; a log level or a --config that does not
+    exist is refused (2), never a traceback."""
+    misspelled = run("serach", "acme/x", "q")
+    assert misspelled.returncode == 2
+    assert "did you mean 'search'?" in misspelled.stderr
+    loud = run("--log-level", "loud", "status", "acme/x")
+    assert loud.returncode == 2
+    assert "invalid choice: 'loud'" in loud.stderr
+    missing = run("--config", str(tmp_path / "missing.toml"), "mirror", "list")
+    assert missing.returncode == 2
+    assert "no such file" in missing.stderr
+    assert all("Traceback" not in r.stderr for r in (misspelled, loud, missing))
+
+
 def test_ask_prints_readably_and_as_json(cache: MirroredCache, make_source: SourceFactory) -> None:
     """ask prints path:span, license and excerpt, or the whole answer as JSON."""
     source, head = make_source("sample")
