@@ -48,6 +48,24 @@ MESSAGES: Final[dict[Subject, tuple[type[msgspec.Struct], type[msgspec.Struct]]]
 }
 """Request and response type of every subject that is served (admin ones by the mirror)."""
 
+BATCHED: Final[dict[Subject, str | None]] = {
+    Subject.RESEARCH: "artifacts",
+    Subject.CODE_SEARCH: "hits",
+    Subject.CODE_READ: None,
+    Subject.CODE_LIST: "entries",
+    Subject.GIT_HISTORY: "commits",
+    Subject.GIT_CHURN: "modules",
+    Subject.REPO_STATUS: None,
+    Subject.GRAPH_SEARCH: "entities",
+    Subject.GRAPH_TRAVERSE: "nodes",
+    Subject.GRAPH_RETRIEVE: "entities",
+    Subject.GRAPH_DIFF: "entities",
+    Subject.ADMIN_SYNC: None,
+    Subject.ADMIN_REBUILD_INDEX: None,
+}
+"""The list field of each response whose items are spread over the reply's batches (None:
+one message); a client joins the batches on it."""
+
 
 def json_schemas() -> dict[str, object]:
     """One JSON Schema document describing every message, keyed by subject in `x-subjects`."""

@@ -57,11 +57,21 @@ def request_headers(request_id: str, *, json: bool) -> dict[str, str]:
 class AnswerReader(Generic[ResponseT]):
     """Reads the reply messages of one request, in order, into the batches of its answer."""
 
-    def __init__(self, response_type: type[ResponseT], *, json: bool, request_id: str) -> None:
+    def __init__(
+        self,
+        response_type: type[ResponseT],
+        *,
+        json: bool,
+        request_id: str,
+        repeats: bool = False,
+    ) -> None:
+        """`repeats`: a batch that arrived already may come again (a redelivered answer to a
+        durable request) and is then ignored."""
         self._decoder: Any = (msgspec.json.Decoder if json else msgspec.msgpack.Decoder)(
             response_type
         )
         self._request_id = request_id
+        self._repeats = repeats
         self.batches: list[ResponseT] = []
 
     def take(self, data: bytes) -> bool:
@@ -74,6 +84,8 @@ class AnswerReader(Generic[ResponseT]):
         if response.errors:
             error = response.errors[0]
             raise failure_from_error(error.code, error.message, dict(error.details))
+        if self._repeats and response.batch < len(self.batches):
+            return False
         if response.batch != len(self.batches):
             raise InternalError(
                 f"batch {response.batch} arrived where batch {len(self.batches)} was due",

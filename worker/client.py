@@ -30,12 +30,8 @@ from nats.errors import TimeoutError as NatsTimeoutError
 
 from contracts.research import ResearchArtifact
 from contracts.subjects import (
-    CONTENT_TYPE_JSON,
-    CONTENT_TYPE_MSGPACK,
-    HEADER_CONTENT_TYPE,
     HEADER_MSG_ID,
     HEADER_REPLY_TO,
-    HEADER_REQUEST_ID,
     Subject,
     durable_subject,
     inbox_prefix_for,
@@ -49,10 +45,8 @@ from worker.calls import (
 )
 from worker.errors import (
     AccessDenied,
-    InternalError,
     NoAnswer,
     NoResponders,
-    failure_from_error,
 )
 
 __all__ = [
@@ -198,15 +192,12 @@ class RepoReaderClient(RepoReaderAPI):
         word. A repeated answer's messages are ignored, so each message is seen once.
         """
         rid = request_id or uuid.uuid4().hex
-        payload = msgspec.json.encode(request) if self._json else msgspec.msgpack.encode(request)
-        decoder: Any = (msgspec.json.Decoder if self._json else msgspec.msgpack.Decoder)(
-            response_type
-        )
+        payload = encode_request(request, json=self._json)
+        reader = AnswerReader(response_type, json=self._json, request_id=rid, repeats=True)
         wait = timeout or self._timeout
         deadline = time.monotonic() + wait
         inbox = self._nc.new_inbox()
         subscription = await self._nc.subscribe(inbox)
-        batches: list[Any] = []
         sent = 0
         try:
             await self._publish_durable(
@@ -225,30 +216,19 @@ class RepoReaderClient(RepoReaderAPI):
                             f"no complete answer to the durable {subject.capability} "
                             f"within {wait:g} s",
                             request_id=rid,
-                            batches_received=len(batches),
+                            batches_received=len(reader.batches),
                         ) from None
-                    if not batches:
+                    if not reader.batches:
                         sent += 1
                         await self._publish_durable(
                             subject, payload, rid=rid, inbox=inbox, sent=sent, deadline=deadline
                         )
                     resend_at = time.monotonic() + resend_after
                     continue
-                response = decoder.decode(message.data)
-                if response.errors:
-                    error = response.errors[0]
-                    raise failure_from_error(error.code, error.message, dict(error.details))
-                if response.batch < len(batches):
-                    continue  # a repeated answer repeats what arrived already
-                if response.batch != len(batches):
-                    raise InternalError(
-                        f"batch {response.batch} arrived where batch {len(batches)} was due",
-                        request_id=rid,
-                    )
-                batches.append(response)
-                resend_at = math.inf
-                if response.last:
-                    return batches
+                if reader.take(message.data):
+                    return reader.batches
+                if reader.batches:
+                    resend_at = math.inf
         finally:
             with contextlib.suppress(NatsError):
                 await subscription.unsubscribe()
@@ -262,8 +242,7 @@ class RepoReaderClient(RepoReaderAPI):
         the first, and the first's answer is what went missing.
         """
         headers = {
-            HEADER_CONTENT_TYPE: CONTENT_TYPE_JSON if self._json else CONTENT_TYPE_MSGPACK,
-            HEADER_REQUEST_ID: rid,
+            **request_headers(rid, json=self._json),
             HEADER_REPLY_TO: inbox,
             HEADER_MSG_ID: rid if sent == 0 else f"{rid}.{sent}",
         }

@@ -9,26 +9,7 @@ from typing import Any, TypeVar
 import msgspec
 import pytest
 
-from contracts.code import (
-    CodeListRequest,
-    CodeListResponse,
-    CodeReadRequest,
-    CodeReadResponse,
-    CodeSearchRequest,
-    CodeSearchResponse,
-)
-from contracts.git import GitChurnRequest, GitChurnResponse, GitHistoryRequest, GitHistoryResponse
-from contracts.graph import (
-    GraphDiffRequest,
-    GraphDiffResponse,
-    GraphRetrieveRequest,
-    GraphRetrieveResponse,
-    GraphSearchRequest,
-    GraphSearchResponse,
-    GraphTraverseRequest,
-    GraphTraverseResponse,
-)
-from contracts.repo import RepoStatusRequest, RepoStatusResponse
+from contracts.registry import BATCHED, MESSAGES
 from contracts.subjects import Subject
 from worker.client import RepoReaderClient
 from worker.errors import RepoReaderFailure
@@ -37,16 +18,8 @@ from worker.service.replies import join_batches
 ResponseT = TypeVar("ResponseT", bound=msgspec.Struct)
 
 CALLS: dict[type[msgspec.Struct], tuple[Subject, type[msgspec.Struct], str | None]] = {
-    CodeSearchRequest: (Subject.CODE_SEARCH, CodeSearchResponse, "hits"),
-    CodeReadRequest: (Subject.CODE_READ, CodeReadResponse, None),
-    CodeListRequest: (Subject.CODE_LIST, CodeListResponse, "entries"),
-    GitHistoryRequest: (Subject.GIT_HISTORY, GitHistoryResponse, "commits"),
-    GitChurnRequest: (Subject.GIT_CHURN, GitChurnResponse, "modules"),
-    RepoStatusRequest: (Subject.REPO_STATUS, RepoStatusResponse, None),
-    GraphSearchRequest: (Subject.GRAPH_SEARCH, GraphSearchResponse, "entities"),
-    GraphTraverseRequest: (Subject.GRAPH_TRAVERSE, GraphTraverseResponse, "nodes"),
-    GraphRetrieveRequest: (Subject.GRAPH_RETRIEVE, GraphRetrieveResponse, "entities"),
-    GraphDiffRequest: (Subject.GRAPH_DIFF, GraphDiffResponse, "entities"),
+    request: (subject, response, BATCHED[subject])
+    for subject, (request, response) in MESSAGES.items()
 }
 
 

@@ -24,9 +24,10 @@ from contracts.graph import (
     GraphTraverseRequest,
     GraphTraverseResponse,
 )
+from contracts.registry import BATCHED, MESSAGES
 from contracts.subjects import Subject
 from worker.cli.exits import ExitCode
-from worker.service.replies import join_batches
+from worker.service.replies import answer_fields, join_batches
 
 ENTITY_TYPES: Final = ("directory", "file", "class", "function")
 RELATIONS: Final = ("contain", "import", "invoke", "inherit")
@@ -124,11 +125,11 @@ def graph_request(args: argparse.Namespace) -> msgspec.Struct:
     raise AssertionError(args.graph_command)
 
 
-_CALLS: Final[dict[str, tuple[Subject, type[msgspec.Struct], str]]] = {
-    "search": (Subject.GRAPH_SEARCH, GraphSearchResponse, "entities"),
-    "traverse": (Subject.GRAPH_TRAVERSE, GraphTraverseResponse, "nodes"),
-    "retrieve": (Subject.GRAPH_RETRIEVE, GraphRetrieveResponse, "entities"),
-    "diff": (Subject.GRAPH_DIFF, GraphDiffResponse, "entities"),
+_SUBJECTS: Final[dict[str, Subject]] = {
+    "search": Subject.GRAPH_SEARCH,
+    "traverse": Subject.GRAPH_TRAVERSE,
+    "retrieve": Subject.GRAPH_RETRIEVE,
+    "diff": Subject.GRAPH_DIFF,
 }
 
 
@@ -141,7 +142,8 @@ async def run_graph_command(args: argparse.Namespace) -> tuple[str, ExitCode]:
     from worker.service.server import NatsCredentials
 
     request = graph_request(args)
-    subject, response_type, items = _CALLS[args.graph_command]
+    subject = _SUBJECTS[args.graph_command]
+    response_type, items = MESSAGES[subject][1], BATCHED[subject]
     credentials = NatsCredentials.from_environment()
     async with await RepoReaderClient.connect(
         args.nats,
@@ -152,7 +154,7 @@ async def run_graph_command(args: argparse.Namespace) -> tuple[str, ExitCode]:
         max_reconnect_attempts=1,
     ) as client:
         batches = await client.call(subject, request, response_type)
-    answer = join_batches(batches, items)
+    answer = join_batches(batches, items) if items else batches[0]
     empty = isinstance(answer, GraphSearchResponse) and not answer.entities
     if isinstance(answer, GraphDiffResponse):
         empty = not answer.entities and not answer.edges
@@ -233,11 +235,7 @@ def seed_document(answer: Any, request: Any) -> dict[str, Any]:
             ],
             "commit": answer.commit,
         }
-    document: dict[str, Any] = msgspec.to_builtins(answer)
-    document.pop("batch", None)
-    document.pop("last", None)
-    document.pop("errors", None)
-    return document
+    return answer_fields(answer)
 
 
 def _without_none(fields: dict[str, Any]) -> dict[str, Any]:

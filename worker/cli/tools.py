@@ -21,6 +21,7 @@ from contracts.code import (
     CodeSearchResponse,
 )
 from contracts.git import GitChurnRequest, GitChurnResponse, GitHistoryRequest, GitHistoryResponse
+from contracts.registry import BATCHED, MESSAGES
 from contracts.repo import RepoStatusRequest, RepoStatusResponse
 from contracts.subjects import Subject
 from worker.cli.exits import ExitCode
@@ -75,13 +76,13 @@ def add_tool_commands(commands: Any, *, default_nats: str) -> None:
     status.add_argument("repo", metavar="OWNER/NAME")
 
 
-_CALLS: Final[dict[str, tuple[Subject, type[msgspec.Struct], str | None]]] = {
-    "search": (Subject.CODE_SEARCH, CodeSearchResponse, "hits"),
-    "read": (Subject.CODE_READ, CodeReadResponse, None),
-    "list": (Subject.CODE_LIST, CodeListResponse, "entries"),
-    "history": (Subject.GIT_HISTORY, GitHistoryResponse, "commits"),
-    "churn": (Subject.GIT_CHURN, GitChurnResponse, "modules"),
-    "status": (Subject.REPO_STATUS, RepoStatusResponse, None),
+_SUBJECTS: Final[dict[str, Subject]] = {
+    "search": Subject.CODE_SEARCH,
+    "read": Subject.CODE_READ,
+    "list": Subject.CODE_LIST,
+    "history": Subject.GIT_HISTORY,
+    "churn": Subject.GIT_CHURN,
+    "status": Subject.REPO_STATUS,
 }
 
 
@@ -142,7 +143,8 @@ async def run_tool_command(args: argparse.Namespace) -> int:
     from worker.client import RepoReaderClient
     from worker.service.server import NatsCredentials
 
-    subject, response_type, items = _CALLS[args.command]
+    subject = _SUBJECTS[args.command]
+    response_type, items = MESSAGES[subject][1], BATCHED[subject]
     request = tool_request(args)
     credentials = NatsCredentials.from_environment()
     async with await RepoReaderClient.connect(

@@ -19,44 +19,33 @@ import mcp_types as types
 import msgspec
 from mcp.server.lowlevel import Server
 
-from contracts.code import (
-    CodeListRequest,
-    CodeListResponse,
-    CodeReadRequest,
-    CodeReadResponse,
-    CodeSearchRequest,
-    CodeSearchResponse,
-)
-from contracts.git import GitChurnRequest, GitChurnResponse, GitHistoryRequest, GitHistoryResponse
-from contracts.graph import (
-    GraphDiffRequest,
-    GraphDiffResponse,
-    GraphRetrieveRequest,
-    GraphRetrieveResponse,
-    GraphSearchRequest,
-    GraphSearchResponse,
-    GraphTraverseRequest,
-    GraphTraverseResponse,
-)
-from contracts.repo import RepoStatusRequest, RepoStatusResponse
-from contracts.research import RepoReaderRequest, RepoReaderResponse
+from contracts.registry import BATCHED, MESSAGES
 from contracts.subjects import Subject
 from worker.client import RepoReaderClient
 from worker.errors import RepoReaderFailure
-from worker.service.replies import join_batches
+from worker.service.replies import answer_fields, join_batches
 from worker.service.server import NatsCredentials
 
 
 @dataclass(frozen=True, slots=True)
 class BridgeTool:
-    """One capability as a tool."""
+    """One capability as a tool; its message types are the subject's (`contracts.registry`)."""
 
     name: str
     description: str
     subject: Subject
-    request_type: type[msgspec.Struct]
-    response_type: type[msgspec.Struct]
-    items: str | None
+
+    @property
+    def request_type(self) -> type[msgspec.Struct]:
+        return MESSAGES[self.subject][0]
+
+    @property
+    def response_type(self) -> type[msgspec.Struct]:
+        return MESSAGES[self.subject][1]
+
+    @property
+    def items(self) -> str | None:
+        return BATCHED[self.subject]
 
 
 TOOLS: Final = (
@@ -64,93 +53,59 @@ TOOLS: Final = (
         "research",
         "Ranked, license-attributed code excerpts answering a question.",
         Subject.RESEARCH,
-        RepoReaderRequest,
-        RepoReaderResponse,
-        "artifacts",
     ),
     BridgeTool(
         "code_search",
         "Lines matching a literal or RE2 regex in one repository.",
         Subject.CODE_SEARCH,
-        CodeSearchRequest,
-        CodeSearchResponse,
-        "hits",
     ),
     BridgeTool(
         "code_read",
         "A bounded line range of one file.",
         Subject.CODE_READ,
-        CodeReadRequest,
-        CodeReadResponse,
-        None,
     ),
     BridgeTool(
         "code_list",
         "A directory's entries.",
         Subject.CODE_LIST,
-        CodeListRequest,
-        CodeListResponse,
-        "entries",
     ),
     BridgeTool(
         "git_history",
         "Recent commits, classified.",
         Subject.GIT_HISTORY,
-        GitHistoryRequest,
-        GitHistoryResponse,
-        "commits",
     ),
     BridgeTool(
         "git_churn",
         "The most active directories over a window.",
         Subject.GIT_CHURN,
-        GitChurnRequest,
-        GitChurnResponse,
-        "modules",
     ),
     BridgeTool(
         "repo_status",
         "A mirrored repository's state and license.",
         Subject.REPO_STATUS,
-        RepoStatusRequest,
-        RepoStatusResponse,
-        None,
     ),
     BridgeTool(
         "graph_search",
         "Code entities (files, classes, functions) by name.",
         Subject.GRAPH_SEARCH,
-        GraphSearchRequest,
-        GraphSearchResponse,
-        "entities",
     ),
     BridgeTool(
         "graph_traverse",
         "Calls, imports, bases and containment around entities.",
         Subject.GRAPH_TRAVERSE,
-        GraphTraverseRequest,
-        GraphTraverseResponse,
-        "nodes",
     ),
     BridgeTool(
         "graph_retrieve",
         "Entities' code and metadata by id.",
         Subject.GRAPH_RETRIEVE,
-        GraphRetrieveRequest,
-        GraphRetrieveResponse,
-        "entities",
     ),
     BridgeTool(
         "graph_diff",
         "Entities and edges changed between two revisions.",
         Subject.GRAPH_DIFF,
-        GraphDiffRequest,
-        GraphDiffResponse,
-        "entities",
     ),
 )
 _BY_NAME: Final = {tool.name: tool for tool in TOOLS}
-_ENVELOPE: Final = ("batch", "last", "errors")
 _READ_ONLY: Final = types.ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
@@ -252,9 +207,7 @@ class Bridge:
         except RepoReaderFailure as failure:
             return _error(str(failure.code), failure.message, failure.details)
         answer = join_batches(batches, tool.items) if tool.items else batches[0]
-        structured: dict[str, Any] = msgspec.to_builtins(answer)
-        for field in _ENVELOPE:
-            structured.pop(field, None)
+        structured = answer_fields(answer)
         text = _provenance(structured) + "\n" + json.dumps(structured, ensure_ascii=False)
         return types.CallToolResult(
             content=[types.TextContent(text=text)], structured_content=structured

@@ -13,43 +13,14 @@ from typing import Any, Final
 
 import msgspec
 
-from contracts.admin import RebuildIndexRequest, RebuildIndexResponse
-from contracts.code import (
-    CodeListRequest,
-    CodeListResponse,
-    CodeReadRequest,
-    CodeReadResponse,
-    CodeSearchRequest,
-    CodeSearchResponse,
-)
-from contracts.git import GitChurnRequest, GitChurnResponse, GitHistoryRequest, GitHistoryResponse
-from contracts.graph import (
-    GraphDiffRequest,
-    GraphDiffResponse,
-    GraphRetrieveRequest,
-    GraphRetrieveResponse,
-    GraphSearchRequest,
-    GraphSearchResponse,
-    GraphTraverseRequest,
-    GraphTraverseResponse,
-)
-from contracts.repo import RepoStatusRequest, RepoStatusResponse
-from contracts.research import RepoReaderRequest, RepoReaderResponse
+from contracts.admin import RebuildIndexResponse
+from contracts.registry import BATCHED, MESSAGES
 from contracts.subjects import Subject
-
-_ENVELOPE: Final = ("batch", "last", "errors")
-
-
-def _plain(response: msgspec.Struct) -> dict[str, Any]:
-    """A response's fields, without the batching envelope."""
-    fields: dict[str, Any] = msgspec.to_builtins(response)
-    for name in _ENVELOPE:
-        fields.pop(name, None)
-    return fields
+from worker.service.replies import answer_fields
 
 
 def _traverse_result(response: msgspec.Struct) -> dict[str, Any]:
-    fields = _plain(response)
+    fields = answer_fields(response)
     return {
         "subgraph": {"nodes": fields.pop("nodes"), "edges": fields.pop("edges")},
         **fields,
@@ -92,41 +63,35 @@ class Method:
     """One JSON-RPC method: its subject, types, batched field and result shape."""
 
     subject: Subject
-    request_type: type[msgspec.Struct]
-    response_type: type[msgspec.Struct]
-    items: str | None
-    result: Callable[[msgspec.Struct], dict[str, Any]] = _plain
+    result: Callable[[msgspec.Struct], dict[str, Any]] = answer_fields
     params: Callable[[dict[str, Any]], dict[str, Any]] = dict
+
+    @property
+    def request_type(self) -> type[msgspec.Struct]:
+        return MESSAGES[self.subject][0]
+
+    @property
+    def response_type(self) -> type[msgspec.Struct]:
+        return MESSAGES[self.subject][1]
+
+    @property
+    def items(self) -> str | None:
+        return BATCHED[self.subject]
 
 
 METHODS: Final[dict[str, Method]] = {
-    "search_entities": Method(
-        Subject.GRAPH_SEARCH, GraphSearchRequest, GraphSearchResponse, "entities"
-    ),
-    "traverse_graph": Method(
-        Subject.GRAPH_TRAVERSE,
-        GraphTraverseRequest,
-        GraphTraverseResponse,
-        "nodes",
-        result=_traverse_result,
-    ),
-    "retrieve_entity": Method(
-        Subject.GRAPH_RETRIEVE, GraphRetrieveRequest, GraphRetrieveResponse, "entities"
-    ),
-    "diff_graph": Method(Subject.GRAPH_DIFF, GraphDiffRequest, GraphDiffResponse, "entities"),
+    "search_entities": Method(Subject.GRAPH_SEARCH),
+    "traverse_graph": Method(Subject.GRAPH_TRAVERSE, result=_traverse_result),
+    "retrieve_entity": Method(Subject.GRAPH_RETRIEVE),
+    "diff_graph": Method(Subject.GRAPH_DIFF),
     "rebuild_index": Method(
-        Subject.ADMIN_REBUILD_INDEX,
-        RebuildIndexRequest,
-        RebuildIndexResponse,
-        None,
-        result=_rebuild_result,
-        params=_rebuild_params,
+        Subject.ADMIN_REBUILD_INDEX, result=_rebuild_result, params=_rebuild_params
     ),
-    "research": Method(Subject.RESEARCH, RepoReaderRequest, RepoReaderResponse, "artifacts"),
-    "code_search": Method(Subject.CODE_SEARCH, CodeSearchRequest, CodeSearchResponse, "hits"),
-    "code_read": Method(Subject.CODE_READ, CodeReadRequest, CodeReadResponse, None),
-    "code_list": Method(Subject.CODE_LIST, CodeListRequest, CodeListResponse, "entries"),
-    "git_history": Method(Subject.GIT_HISTORY, GitHistoryRequest, GitHistoryResponse, "commits"),
-    "git_churn": Method(Subject.GIT_CHURN, GitChurnRequest, GitChurnResponse, "modules"),
-    "repo_status": Method(Subject.REPO_STATUS, RepoStatusRequest, RepoStatusResponse, None),
+    "research": Method(Subject.RESEARCH),
+    "code_search": Method(Subject.CODE_SEARCH),
+    "code_read": Method(Subject.CODE_READ),
+    "code_list": Method(Subject.CODE_LIST),
+    "git_history": Method(Subject.GIT_HISTORY),
+    "git_churn": Method(Subject.GIT_CHURN),
+    "repo_status": Method(Subject.REPO_STATUS),
 }

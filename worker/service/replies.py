@@ -125,3 +125,14 @@ def join_batches(batches: Sequence[ResponseT], field: str) -> ResponseT:
     """One response from the received batches: batch 0's fields with every batch's items."""
     items = tuple(item for batch in batches for item in getattr(batch, field))
     return msgspec.structs.replace(batches[0], last=True, **{field: items})
+
+
+ENVELOPE_FIELDS: Final = ("batch", "last", "errors")
+
+
+def answer_fields(response: msgspec.Struct) -> dict[str, Any]:
+    """A (joined) response's fields as plain data, without the batching envelope."""
+    fields: dict[str, Any] = msgspec.to_builtins(response)
+    for name in ENVELOPE_FIELDS:
+        fields.pop(name, None)
+    return fields
