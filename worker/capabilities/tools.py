@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-import msgspec
-
 from contracts.code import CodeListRequest, CodeReadRequest, CodeSearchRequest, CodeSearchResponse
 from contracts.git import GitChurnRequest, GitHistoryRequest
 from contracts.repo import RepoStatusRequest
@@ -15,11 +10,11 @@ from worker.capabilities.code_files import CodeFiles
 from worker.capabilities.code_search.search import CodeSearch
 from worker.capabilities.history import GitHistory
 from worker.capabilities.status import RepoStatus
+from worker.capabilities.tooling import batched_reply, served
 from worker.config import Config
 from worker.index import IndexStore
 from worker.licenses import LicenseCache
 from worker.repos.catalog import RepoCatalog
-from worker.service.replies import item_batches
 from worker.service.server import Capability, Reply, RequestContext
 
 
@@ -38,23 +33,17 @@ class AgentTools:
 
     def capabilities(self) -> list[Capability]:
         """The six tool capabilities, each enabled or not as the config says."""
-        handlers: list[tuple[Subject, type[Any], Callable[[Any, RequestContext], Reply]]] = [
-            (Subject.CODE_SEARCH, CodeSearchRequest, self._search),
-            (Subject.CODE_READ, CodeReadRequest, self._read),
-            (Subject.CODE_LIST, CodeListRequest, self._list),
-            (Subject.GIT_HISTORY, GitHistoryRequest, self._history),
-            (Subject.GIT_CHURN, GitChurnRequest, self._churn),
-            (Subject.REPO_STATUS, RepoStatusRequest, self._status),
-        ]
-        return [
-            Capability(
-                subject=subject,
-                request_type=request_type,
-                handle=handle,
-                enabled=self.config.capabilities.get(subject.capability).enabled,
-            )
-            for subject, request_type, handle in handlers
-        ]
+        return served(
+            self.config,
+            [
+                (Subject.CODE_SEARCH, self._search),
+                (Subject.CODE_READ, self._read),
+                (Subject.CODE_LIST, self._list),
+                (Subject.GIT_HISTORY, self._history),
+                (Subject.GIT_CHURN, self._churn),
+                (Subject.REPO_STATUS, self._status),
+            ],
+        )
 
     def _search(self, request: CodeSearchRequest, context: RequestContext) -> Reply:
         answer = self.search.search(request, deadline=context.deadline)
@@ -71,9 +60,8 @@ class AgentTools:
             truncated=answer.truncated,
             index=answer.index,
         )
-        return _reply(
+        return batched_reply(
             response,
-            "hits",
             context,
             repo=answer.repo.name,
             hits=len(answer.hits),
@@ -93,29 +81,22 @@ class AgentTools:
         response = self.files.list(
             request, request_id=context.request_id, deadline=context.deadline
         )
-        return _reply(response, "entries", context, repo=response.repo, entries=response.total)
+        return batched_reply(response, context, repo=response.repo, entries=response.total)
 
     def _history(self, request: GitHistoryRequest, context: RequestContext) -> Reply:
         response = self.history.history(
             request, request_id=context.request_id, deadline=context.deadline
         )
-        return _reply(
-            response, "commits", context, repo=response.repo, commits=len(response.commits)
-        )
+        return batched_reply(response, context, repo=response.repo, commits=len(response.commits))
 
     def _churn(self, request: GitChurnRequest, context: RequestContext) -> Reply:
         response = self.history.churn(
             request, request_id=context.request_id, deadline=context.deadline
         )
-        return _reply(
-            response, "modules", context, repo=response.repo, examined=response.commits_examined
+        return batched_reply(
+            response, context, repo=response.repo, examined=response.commits_examined
         )
 
     def _status(self, request: RepoStatusRequest, context: RequestContext) -> Reply:
         response = self.status.status(request, request_id=context.request_id)
         return Reply(messages=[context.encode(response)], summary={"repo": response.repo})
-
-
-def _reply(response: msgspec.Struct, field: str, context: RequestContext, **summary: Any) -> Reply:
-    messages = item_batches(response, field, max_payload=context.max_payload, encode=context.encode)
-    return Reply(messages=messages, summary=summary)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from contracts.graph import (
     GraphDiffRequest,
     GraphRetrieveRequest,
@@ -15,11 +12,11 @@ from contracts.subjects import Subject
 from worker.capabilities.graph.diff import GraphDiff
 from worker.capabilities.graph.graphs import GraphStore
 from worker.capabilities.graph.queries import GraphQueries
+from worker.capabilities.tooling import batched_reply, served
 from worker.config import Config
 from worker.index import IndexStore
 from worker.licenses import LicenseCache
 from worker.repos.catalog import RepoCatalog
-from worker.service.replies import item_batches
 from worker.service.server import Capability, Reply, RequestContext
 
 
@@ -36,70 +33,44 @@ class GraphTools:
 
     def capabilities(self) -> list[Capability]:
         """The four graph capabilities, each enabled or not as the config says."""
-        handlers: list[tuple[Subject, type[Any], Callable[[Any, RequestContext], Reply]]] = [
-            (Subject.GRAPH_SEARCH, GraphSearchRequest, self._search),
-            (Subject.GRAPH_TRAVERSE, GraphTraverseRequest, self._traverse),
-            (Subject.GRAPH_RETRIEVE, GraphRetrieveRequest, self._retrieve),
-            (Subject.GRAPH_DIFF, GraphDiffRequest, self._diff),
-        ]
-        return [
-            Capability(
-                subject=subject,
-                request_type=request_type,
-                handle=handle,
-                enabled=self.config.capabilities.get(subject.capability).enabled,
-            )
-            for subject, request_type, handle in handlers
-        ]
+        return served(
+            self.config,
+            [
+                (Subject.GRAPH_SEARCH, self._search),
+                (Subject.GRAPH_TRAVERSE, self._traverse),
+                (Subject.GRAPH_RETRIEVE, self._retrieve),
+                (Subject.GRAPH_DIFF, self._diff),
+            ],
+        )
 
     def _search(self, request: GraphSearchRequest, context: RequestContext) -> Reply:
         response = self.queries.search(
             request, request_id=context.request_id, deadline=context.deadline
         )
-        messages = item_batches(
-            response, "entities", max_payload=context.max_payload, encode=context.encode
-        )
-        return Reply(
-            messages=messages,
-            summary={"repo": response.repo, "entities": len(response.entities)},
-        )
+        return batched_reply(response, context, repo=response.repo, entities=len(response.entities))
 
     def _traverse(self, request: GraphTraverseRequest, context: RequestContext) -> Reply:
         response = self.queries.traverse(
             request, request_id=context.request_id, deadline=context.deadline
         )
-        messages = item_batches(
-            response, "nodes", max_payload=context.max_payload, encode=context.encode
-        )
-        return Reply(
-            messages=messages,
-            summary={
-                "repo": response.repo,
-                "nodes": len(response.nodes),
-                "edges": len(response.edges),
-            },
+        return batched_reply(
+            response,
+            context,
+            repo=response.repo,
+            nodes=len(response.nodes),
+            edges=len(response.edges),
         )
 
     def _retrieve(self, request: GraphRetrieveRequest, context: RequestContext) -> Reply:
         response = self.queries.retrieve(
             request, request_id=context.request_id, deadline=context.deadline
         )
-        messages = item_batches(
-            response, "entities", max_payload=context.max_payload, encode=context.encode
-        )
-        return Reply(
-            messages=messages,
-            summary={"repo": response.repo, "entities": len(response.entities)},
-        )
+        return batched_reply(response, context, repo=response.repo, entities=len(response.entities))
 
     def _diff(self, request: GraphDiffRequest, context: RequestContext) -> Reply:
         response = self.differ.diff(
             request, request_id=context.request_id, deadline=context.deadline
         )
-        messages = item_batches(
-            response, "entities", max_payload=context.max_payload, encode=context.encode
-        )
-        return Reply(
-            messages=messages,
-            summary={"repo": response.repo, "entities": response.entity_changes},
+        return batched_reply(
+            response, context, repo=response.repo, entities=response.entity_changes
         )
