@@ -102,13 +102,9 @@ def metadata_of(pinned: PinnedGraph, node: int, text: FileText) -> EntityMetadat
     body = lines[start - 1 : end]
     header = _header(body)
     parent_class = None
-    parents = [
-        int(graph.edges.source[row])
-        for row in graph.incoming(node)
-        if graph.edges.relation[row] == Relation.CONTAIN
-    ]
-    if parents and graph.types[parents[0]] == NodeType.CLASS:
-        parent_class = graph.names[parents[0]]
+    parent = graph.parent(node)
+    if parent is not None and graph.types[parent] == NodeType.CLASS:
+        parent_class = graph.names[parent]
     python = graph.paths[node].endswith((".py", ".pyi"))
     decorators = _decorators(lines, start)
     return EntityMetadata(

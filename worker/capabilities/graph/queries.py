@@ -139,7 +139,7 @@ class GraphQueries:
                 continue
             node = _innermost(graph, file, hit.start_line, hit.end_line)
             while allowed is not None and EntityType(int(graph.types[node])) not in allowed:
-                parent = _parent(graph, node)
+                parent = graph.parent(node)
                 if parent is None:
                     break
                 node = parent
@@ -322,13 +322,6 @@ def _nodes(graph: CommitGraph, ids: Sequence[str], field: str) -> list[int]:
             entity_ids=missing[:20],
         )
     return found
-
-
-def _parent(graph: CommitGraph, node: int) -> int | None:
-    for row in graph.incoming(node):
-        if graph.edges.relation[row] == Relation.CONTAIN:
-            return int(graph.edges.source[row])
-    return None
 
 
 def _innermost(graph: CommitGraph, file: int, start: int, end: int) -> int:

@@ -60,7 +60,7 @@ class _Gathered:
         blob_of_path = index.path_blob.astype(np.int64)
         n_paths = len(seg_of_path)
         self.n_lines = np.zeros(n_paths, dtype=np.int64)
-        entity_parts: list[tuple[I64, I64, I64, int]] = []
+        entity_parts: list[tuple[I64, I64, int]] = []
         reference_parts: list[tuple[I64, I64, int]] = []
         for seg_index, segment in enumerate(segments):
             rows = np.flatnonzero(seg_of_path == seg_index)
@@ -75,28 +75,23 @@ class _Gathered:
             ):
                 start = starts[blobs].astype(np.int64)
                 count = counts[blobs].astype(np.int64)
-                owner = np.repeat(rows, count)
-                within = _ranges(count)
-                picked = np.repeat(start, count) + within
-                if parts is entity_parts:
-                    entity_parts.append((owner, picked, within, seg_index))
-                else:
-                    reference_parts.append((owner, picked, seg_index))
+                picked = np.repeat(start, count) + _ranges(count)
+                parts.append((np.repeat(rows, count), picked, seg_index))
         self._entities(segments, blob_of_path, _concat_parts(entity_parts), first_entity, file_node)
-        self._references(segments, blob_of_path, _concat_parts_2(reference_parts), file_node)
+        self._references(segments, blob_of_path, _concat_parts(reference_parts), file_node)
 
     def _entities(
         self,
         segments: Sequence[Segment],
         blob_of_path: I64,
-        parts: tuple[I64, I64, I64, I64],
+        parts: tuple[I64, I64, I64],
         first_entity: int,
         file_node: I64,
     ) -> None:
         # By path row (stable: each path's in their stored order).
-        owner, picked, within, seg = parts
+        owner, picked, seg = parts
         order = np.argsort(owner, kind="stable")
-        owner, picked, within, seg = owner[order], picked[order], within[order], seg[order]
+        owner, picked, seg = owner[order], picked[order], seg[order]
         self.entity_path = owner
         n = len(owner)
         self.first_entity = first_entity
@@ -200,17 +195,8 @@ def _ranges(count: I64) -> I64:
     return np.arange(total, dtype=np.int64) - starts
 
 
-def _concat_parts(parts: list[tuple[I64, I64, I64, int]]) -> tuple[I64, I64, I64, I64]:
-    empty = np.zeros(0, dtype=np.int64)
-    return (
-        np.concatenate([empty] + [p[0] for p in parts]),
-        np.concatenate([empty] + [p[1] for p in parts]),
-        np.concatenate([empty] + [p[2] for p in parts]),
-        np.concatenate([empty] + [np.full(len(p[0]), p[3], np.int64) for p in parts]),
-    )
-
-
-def _concat_parts_2(parts: list[tuple[I64, I64, int]]) -> tuple[I64, I64, I64]:
+def _concat_parts(parts: list[tuple[I64, I64, int]]) -> tuple[I64, I64, I64]:
+    """The parts' owners, rows and segments, each as one array."""
     empty = np.zeros(0, dtype=np.int64)
     return (
         np.concatenate([empty] + [p[0] for p in parts]),

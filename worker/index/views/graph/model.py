@@ -241,6 +241,13 @@ class CommitGraph:
         rows: list[int] = self._in_order[self._in[node] : self._in[node + 1]].tolist()
         return rows
 
+    def parent(self, node: int) -> int | None:
+        """The node that contains this one (None at the top)."""
+        for row in self.incoming(node):
+            if self.edges.relation[row] == Relation.CONTAIN:
+                return int(self.edges.source[row])
+        return None
+
     def counts(self) -> tuple[dict[str, int], dict[str, int]]:
         """Nodes by entity type and edges by relation, every type and relation named."""
         by_type = np.bincount(self.types, minlength=len(EntityType))
