@@ -28,6 +28,7 @@ from pathlib import Path
 import msgspec
 import nats
 
+from bench.tables import render
 from contracts.code import CodeReadRequest, CodeReadResponse
 from contracts.graph import GraphSearchRequest, GraphSearchResponse
 from contracts.repo import RepoStatusRequest, RepoStatusResponse
@@ -169,11 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "",
         ),
     ]
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    for i, row in enumerate(rows):
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-        if i == 0:
-            print("-" * (sum(widths) + 4))
+    print(render(rows))
     return 0 if lost == 0 and twice == 0 else 1
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.corpora import DEFAULT_WORK, PreparedCorpus, prepare
+from bench.tables import render as render_table
 from contracts.code import CodeSearchRequest, CodeSearchResponse
 from contracts.subjects import Subject
 from tests.support.workers import WorkerProcess
@@ -225,17 +226,11 @@ def render(
                 "repo-reader: research + trigrams + definitions; cindex: trigrams only",
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
-    lines.insert(1, "-" * max(len(line) for line in lines))
     head = (
         f"{corpus.name} {corpus.version}: {corpus.files} files, "
         f"{corpus.source_bytes / 1e6:.0f} MB, commit {corpus.base_commit[:12]}"
     )
-    return head + "\n" + "\n".join(lines)
+    return head + "\n" + render_table(rows)
 
 
 def tool(name: str) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 import msgspec
 import nats
 
+from bench.tables import render
 from contracts.subjects import (
     CONTENT_TYPE_JSON,
     CONTENT_TYPE_MSGPACK,
@@ -203,11 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "",
         ),
     ]
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    for i, row in enumerate(rows):
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-        if i == 0:
-            print("-" * (sum(widths) + 4))
+    print(render(rows))
     return 0 if internal == 0 and result["hangs"] == 0 else 1
 
 

@@ -34,6 +34,7 @@ import pygit2
 from bench.code_search import checkout
 from bench.corpora import DEFAULT_WORK, PreparedCorpus, prepare
 from bench.graph_cases import CASES, GraphCase
+from bench.tables import render
 from contracts.graph import (
     GraphSearchRequest,
     GraphSearchResponse,
@@ -241,16 +242,6 @@ def corpus_rows(
 
 def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in counts.items())
-
-
-def render(rows: list[tuple[str, ...]]) -> str:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
-    lines.insert(1, "-" * max(len(line) for line in lines))
-    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
