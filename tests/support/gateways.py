@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from tests.support.workers import PROJECT_ROOT
+from tests.support.workers import start_service
 
 
 def free_port() -> int:
@@ -33,19 +30,14 @@ class GatewayProcess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Self:
-        env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
-        command = [
-            sys.executable, "-m", "worker.cli.main", "gateway", "--nats", self.nats_url,
-            "--port", str(self.port), "--ready-file", str(self.ready_file),
-        ]  # fmt: skip
-        with self.log_file.open("wb") as log:
-            self.process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while not self.ready_file.exists():
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.__exit__(None, None, None)
-                raise RuntimeError(f"gateway did not start:\n{self.log_file.read_text()}")
-            time.sleep(0.05)
+        self.process = start_service(
+            [
+                "gateway", "--nats", self.nats_url, "--port", str(self.port),
+                "--ready-file", str(self.ready_file),
+            ],
+            ready_file=self.ready_file,
+            log_file=self.log_file,
+        )  # fmt: skip
         return self
 
     def __exit__(

@@ -15,6 +15,51 @@ from typing import Self
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
+def launch(
+    arguments: list[str], *, log_file: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """`python -m worker.cli.main ARGUMENTS`, its output in `log_file`."""
+    environment = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), **(env or {})}
+    with log_file.open("wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "worker.cli.main", *arguments],
+            env=environment,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def wait_ready(
+    process: subprocess.Popen[bytes], ready_file: Path, log_file: Path, timeout: float = 60.0
+) -> None:
+    """Return once `process` wrote `ready_file`; if it exits or is not ready in time, stop it
+    and raise RuntimeError with its output."""
+    deadline = time.monotonic() + timeout
+    while not ready_file.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            output = log_file.read_text(errors="replace")
+            command = " ".join(str(a) for a in list(process.args)[3:7])
+            raise RuntimeError(f"repo-reader {command} ... did not become ready:\n{output}")
+        time.sleep(0.05)
+
+
+def start_service(
+    arguments: list[str],
+    *,
+    ready_file: Path,
+    log_file: Path,
+    env: dict[str, str] | None = None,
+    timeout: float = 60.0,
+) -> subprocess.Popen[bytes]:
+    """`launch`, then `wait_ready`."""
+    process = launch(arguments, log_file=log_file, env=env)
+    wait_ready(process, ready_file, log_file, timeout)
+    return process
+
+
 class WorkerProcess:
     """`python -m worker.cli.main serve` on a cache, ready once its ready file appears."""
 
@@ -31,20 +76,15 @@ class WorkerProcess:
 
     def start(self, timeout: float = 60.0) -> Self:
         """Start the worker and wait until it has subscribed."""
-        env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), **self._env}
-        command = [
-            sys.executable, "-m", "worker.cli.main", "--cache", str(self.cache),
-            "serve", "--nats", self.nats_url, "--ready-file", str(self.ready_file),
-            "--concurrency", str(self.concurrency),
-        ]  # fmt: skip
-        with self.log_file.open("wb") as log:
-            self.process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while not self.ready_file.exists():
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"worker did not become ready:\n{self.logs()}")
-            time.sleep(0.05)
+        self.process = launch(
+            [
+                "--cache", str(self.cache), "serve", "--nats", self.nats_url,
+                "--ready-file", str(self.ready_file), "--concurrency", str(self.concurrency),
+            ],
+            log_file=self.log_file,
+            env=self._env,
+        )  # fmt: skip
+        wait_ready(self.process, self.ready_file, self.log_file, timeout)
         return self
 
     def terminate(self) -> None:
@@ -94,20 +134,15 @@ class MirrorProcess:
     ) -> None:
         self.ready = cache.parent / "mirror.ready"
         self.log = cache.parent / "mirror.log"
-        command = [
-            sys.executable, "-m", "worker.cli.main", "--cache", str(cache), "mirror", "serve",
-            "--nats", url, "--interval", str(interval), "--ready-file", str(self.ready),
-        ]  # fmt: skip
-        environment = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), **(env or {})}
-        with self.log.open("wb") as out:
-            self.process = subprocess.Popen(
-                command, env=environment, stdout=out, stderr=subprocess.STDOUT
-            )
-        deadline = time.monotonic() + 60
-        while not self.ready.exists():
-            assert self.process.poll() is None, self.log.read_text()
-            assert time.monotonic() < deadline, self.log.read_text()
-            time.sleep(0.05)
+        self.process = start_service(
+            [
+                "--cache", str(cache), "mirror", "serve", "--nats", url,
+                "--interval", str(interval), "--ready-file", str(self.ready),
+            ],
+            ready_file=self.ready,
+            log_file=self.log,
+            env=env,
+        )  # fmt: skip
 
     def stop(self) -> int:
         self.process.terminate()

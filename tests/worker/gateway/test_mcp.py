@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.support.gateways import free_port
 from tests.support.graphs import build_graph_cache
-from tests.support.workers import PROJECT_ROOT, WorkerProcess
+from tests.support.workers import PROJECT_ROOT, WorkerProcess, start_service
 from worker.gateway.mcp_bridge import TOOLS
 from worker.service.embedded_nats import EmbeddedNats
 
@@ -109,29 +107,25 @@ def test_the_same_over_streamable_http(stack: tuple[str, Path]) -> None:
     url, root = stack
     port = free_port()
     ready = root / f"mcp-{port}.ready"
-    command = [
-        sys.executable, "-m", "worker.cli.main", "mcp", "--nats", url, "--transport", "http",
-        "--port", str(port), "--ready-file", str(ready),
-    ]  # fmt: skip
-    with subprocess.Popen(
-        command, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    ) as process:
-        try:
-            deadline = time.monotonic() + 60
-            while not ready.exists():
-                assert process.poll() is None, process.stderr.read() if process.stderr else ""
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+    process = start_service(
+        [
+            "mcp", "--nats", url, "--transport", "http", "--port", str(port),
+            "--ready-file", str(ready),
+        ],
+        ready_file=ready,
+        log_file=root / f"mcp-{port}.log",
+    )  # fmt: skip
+    try:
 
-            async def run() -> dict[str, Any]:
-                async with (
-                    streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write),
-                    ClientSession(read, write) as session,
-                ):
-                    await session.initialize()
-                    return await exchange(session)
+        async def run() -> dict[str, Any]:
+            async with (
+                streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                return await exchange(session)
 
-            check(anyio.run(run))
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
+        check(anyio.run(run))
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
