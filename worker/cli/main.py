@@ -309,7 +309,7 @@ def _run(args: argparse.Namespace, cache: Path) -> int:
     raise AssertionError(args.command)
 
 
-def _emit(text: str, out: str | None) -> None:
+def _emit(text: str, out: str | Path | None) -> None:
     """Print `text`, or write it to the file `out`."""
     if out is None:
         print(text)
@@ -570,14 +570,7 @@ async def _ask(args: argparse.Namespace) -> int:
 def _schema(args: argparse.Namespace) -> int:
     from contracts.registry import json_schemas
 
-    text = json.dumps(json_schemas(), indent=2, sort_keys=True) + "\n"
-    if args.out:
-        try:
-            args.out.write_text(text)
-        except OSError as exc:
-            raise OutputError(f"{args.out}: {exc.strerror or exc}") from None
-    else:
-        sys.stdout.write(text)
+    _emit(json.dumps(json_schemas(), indent=2, sort_keys=True), args.out)
     return 0
 
 
