@@ -7,6 +7,10 @@ queries are timed. Cases live in ``bench/cases/*.toml``; each names a corpus (pr
 
     python -m bench.quality [--work DIR] [--cases PATH ...] [--repo NAME=PATH ...]
                             [--system baseline|repo-reader ...] [--json FILE] [--verbose]
+    python -m bench.quality --swebench DATASET [--instance ID ...] [--system ...] [--verbose]
+
+`--swebench` runs real bug reports instead (`bench.swebench`): research over NATS with the
+repository pinned, beside a bm25s baseline over function chunks.
 """
 
 from __future__ import annotations
@@ -342,7 +346,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--depth", type=int, default=DEFAULT_DEPTH)
     parser.add_argument("--json", type=Path, help="write the figures to this file")
     parser.add_argument("--verbose", action="store_true", help="print every case's rank")
+    parser.add_argument(
+        "--swebench", type=Path, metavar="DATASET", help="a make_repos.py dataset (JSON lines)"
+    )
+    parser.add_argument("--instance", action="append", default=[], help="only these ids")
     args = parser.parse_args(argv)
+    if args.swebench is not None:
+        from bench import swebench
+
+        print(
+            swebench.run(
+                args.swebench.resolve(),
+                args.work.resolve(),
+                systems=args.system or ["baseline", "repo-reader"],
+                only=args.instance,
+                verbose=args.verbose,
+                json_out=args.json,
+            )
+        )
+        return 0
     try:
         cases = load_cases(args.cases or [CASES_DIR])
         repos = _repositories(cases, dict(args.repo), args.work.resolve())
