@@ -87,6 +87,11 @@ class ResearchArtifact(msgspec.Struct, frozen=True, kw_only=True):
     """`spdx-header` or the path of the license file the license was read from."""
     swhid: str
     """A Software Heritage id with origin, anchor, path and lines qualifiers."""
+    signals: Annotated[tuple[str, ...], Meta(max_length=8)] = ()
+    """Why the file was chosen, in a fixed order: `terms` (its text or path shares the
+    query's terms), `entity` (the excerpt defines a name the query mentions), `path` (the
+    query names the file or its module), `graph` (a neighbour of linked code), `history`
+    (commits that touched it match the query). Clients ignore words they do not know."""
 
 
 class ResolvedRepo(msgspec.Struct, frozen=True, kw_only=True):

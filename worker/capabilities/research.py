@@ -34,7 +34,7 @@ from worker.errors import (
     Timeout,
 )
 from worker.index import IndexStore, SearchHit, text_terms
-from worker.index.views.text import query_weights
+from worker.index.views.text import AnalysedQuery, analyse_query
 from worker.licenses import LicenseCache, LicenseInfo, LicensePolicy, LicenseResolver
 from worker.repos.catalog import RepoCatalog
 from worker.repos.catalog import ResolvedRepo as PinnedRepo
@@ -61,8 +61,14 @@ class ResearchChecks:
 
     limits: ResearchLimits
     policy: LicensePolicy
-    weights: dict[str, float]
-    """The query's informative terms (in order of first appearance) with their weights."""
+    query: AnalysedQuery
+    """The query's informative terms (in order of first appearance) with their weights, and
+    the code it mentions."""
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """The query's informative terms with their weights."""
+        return self.query.weights
 
 
 class RepoRegistry(Protocol):
@@ -129,8 +135,7 @@ class _Plan:
     limits: ResearchLimits
     policy: LicensePolicy
     require_license: bool
-    weights: dict[str, float]
-    """The query's informative terms (in order of first appearance) with their weights."""
+    query: AnalysedQuery
     deadline: float
     refused_licenses: set[str]
 
@@ -165,7 +170,7 @@ class ResearchService:
         for repo in repos:
             index = self.indexes.open(repo.name, repo.repo, repo.commit, deadline=deadline)
             candidates += self._candidates(
-                reads[repo.name], index.ranked(plan.weights, extensions=wanted), plan
+                reads[repo.name], index.ranked(plan.query, extensions=wanted), plan
             )
         chosen = sorted(
             candidates, key=lambda c: (-c.hit.score, c.repo.name, c.hit.path, c.hit.start_line)
@@ -189,7 +194,7 @@ class ResearchService:
             limits=checked.limits,
             policy=checked.policy,
             require_license=request.license_constraints.require_license,
-            weights=checked.weights,
+            query=checked.query,
             deadline=deadline,
             refused_licenses=set(),
         )
@@ -241,7 +246,7 @@ class ResearchService:
         by_file: dict[tuple[str, str], list[_Candidate]] = defaultdict(list)
         for candidate in chosen:
             by_file[(candidate.repo.name, candidate.hit.path)].append(candidate)
-        weight = line_weight(plan.weights)
+        weight = line_weight(plan.query.weights)
         scored: list[tuple[float, ResearchArtifact]] = []
         for candidates in by_file.values():
             plan.check_deadline()
@@ -277,6 +282,7 @@ def _artifact(candidate: _Candidate, excerpt: Excerpt, encoding: str) -> Researc
         symbol=hit.symbol,
         truncated=excerpt.truncated,
         encoding=encoding,
+        signals=hit.signals.labels(),
         swhid=content_swhid(
             blob=hit.blob,
             origin=origin_url(repo.state.url),
@@ -318,13 +324,13 @@ def check_research(request: RepoReaderRequest, config: Config) -> ResearchChecks
         request.license_constraints.allowed_licenses,
         request.license_constraints.compatible_with,
     )
-    weights = query_weights(request.query)
-    if not weights:
+    query = analyse_query(request.query)
+    if not query.weights:
         raise RequestTooBroad(
             "the query has no informative term (only stop words, single characters or symbols)",
             field="query",
         )
-    return ResearchChecks(limits=limits, policy=policy, weights=weights)
+    return ResearchChecks(limits=limits, policy=policy, query=query)
 
 
 def research_limits(request: RepoReaderRequest, config: Config) -> ResearchLimits:

@@ -8,8 +8,10 @@ Statistics (N, df, average lengths) count only the commit's live chunks.
 
 from __future__ import annotations
 
+import enum
 import heapq
 import re
+import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,14 +26,46 @@ import pyarrow as pa
 from worker.index.analysis.tokens import raw_tokens, token_terms
 from worker.index.store.commit_view import CommitTables, PathIndex
 from worker.index.store.segment import Segment
+from worker.index.views.linking import CommitLinks
+from worker.index.views.report import ReportQuery, read_report
 
 _TEST_PATH: Final = re.compile(
     r"(^|/)(tests?|testing|__tests__|spec)/|(^|/)test_[^/]*$|_tests?\.[^/]*$|(^|/)conftest\.py$"
 )
-_DOC_PATH: Final = re.compile(r"\.(md|rst|txt|adoc)$|(^|/)(docs?|Documentation)/", re.IGNORECASE)
+_DOC_PATH: Final = re.compile(
+    r"\.(md|rst|txt|adoc)$|(^|/)(docs?|Documentation)/", re.IGNORECASE
+)
+_PROSE_NAME: Final = re.compile(r"(^|/)[A-Z][A-Z_-]{2,}$")
+"""README, CHANGES, AUTHORS, EXAMPLES: prose under a name without an extension."""
+_VENDORED_PATH: Final = re.compile(
+    r"(^|/)(vendor|vendored|_vendor|third_party|thirdparty|extern|cextern|external"
+    r"|node_modules|static|locale|locales|LC_MESSAGES)/|\.min\.(js|css)$|\.(po|pot|css|map)$",
+    re.IGNORECASE,
+)
+_CONFIG_PATH: Final = re.compile(
+    r"(^|/)(\.github|\.circleci|ci|\.ci)/|\.(ini|cfg|toml|ya?ml|lock|json|in)$"
+    r"|(^|/)(LICENSE|LICENCE|COPYING|NOTICE|AUTHORS|CHANGES|CHANGELOG|Makefile|Dockerfile)"
+    r"[^/]*$|(^|/)requirements[^/]*\.txt$",
+    re.IGNORECASE,
+)
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
+
+
+class Signals(enum.IntFlag):
+    """Why a file was ranked where it is."""
+
+    TERMS = 1
+    """Its text or path shares terms with the query."""
+    ENTITY = 2
+    """It defines a name the query mentions."""
+    PATH = 4
+    """The query names its path or module."""
+
+    def labels(self) -> tuple[str, ...]:
+        """The names of the signals set, in a fixed order."""
+        return tuple(s.name.lower() for s in Signals if s in self and s.name)
 
 
 class SearchHit(msgspec.Struct, frozen=True):
@@ -44,6 +78,8 @@ class SearchHit(msgspec.Struct, frozen=True):
     score: float
     symbol: str | None
     language: str | None
+    signals: Signals = Signals(0)
+    """Why the chunk's file was ranked (`Signals`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +107,29 @@ class RankingParams:
     """Multiplier of files under a tests directory or named like a test."""
     doc_prior: float = 0.5
     """Multiplier of prose files (docs, changelogs: .md, .rst, .txt)."""
+    vendored_prior: float = 0.3
+    """Multiplier of code the project carries but does not write: vendored and bundled
+    libraries, static web assets, translations."""
+    config_prior: float = 0.3
+    """Multiplier of configuration, CI, lock and license files when the query reads as a bug
+    report (they match its version dumps and package names, never its fault)."""
+    entity_weight: float = 0.5
+    """A chunk defining a name the query mentions gains this share of the best chunk's score,
+    divided by the square root of how many files define that name."""
+    max_defining_files: int = 16
+    """A name defined in more files than this names nothing in particular."""
+    path_mention_weight: float = 0.5
+    """A file whose path the query names (a traceback frame) gains this share of the best
+    file's score."""
+    module_mention_weight: float = 0.25
+    """A module a dotted name in the query names gains this share of the best file's score."""
+
+
+class AnalysedQuery(msgspec.Struct, frozen=True):
+    """A query analysed once for every index it is asked of: its weighted terms and mentions."""
+
+    weights: dict[str, float]
+    report: ReportQuery
 
 
 DEFAULT_PARAMS: Final = RankingParams()
@@ -90,6 +149,12 @@ def query_weights(query: str, params: RankingParams = DEFAULT_PARAMS) -> dict[st
         term: (k3 + 1) * n / (k3 + n) * (params.identifier_boost if term in identifiers else 1.0)
         for term, n in counts.items()
     }
+
+
+def analyse_query(query: str, params: RankingParams = DEFAULT_PARAMS) -> AnalysedQuery:
+    """Read the query as a report and weigh the terms of the text that is scored."""
+    report = read_report(query)
+    return AnalysedQuery(weights=query_weights(report.text, params), report=report)
 
 
 def _idf(n_docs: int, df: int | npt.NDArray[np.int64]) -> float:
@@ -156,6 +221,9 @@ class CommitIndex:
             params.w_name / (1 - b + b * self._paths.len_name / max(avg_name, 1e-9))
         ).astype(np.float32)
         self._prior = self._path_priors(params)
+        self._links: CommitLinks | None = None
+        self._config: npt.NDArray[np.bool_] | None = None
+        self._links_lock = threading.Lock()
         self._ext_masks: dict[frozenset[str], npt.NDArray[np.bool_]] = {}
 
     @property
@@ -185,12 +253,14 @@ class CommitIndex:
 
     def _path_priors(self, params: RankingParams) -> F64:
         prior = np.ones(self.n_paths, dtype=np.float64)
-        if params.test_prior == 1.0 and params.doc_prior == 1.0:
+        if params.test_prior == params.doc_prior == params.vendored_prior == 1.0:
             return prior
         for row, path in enumerate(self._paths.paths.to_pylist()):
             if _TEST_PATH.search(path):
                 prior[row] = params.test_prior
-            elif _DOC_PATH.search(path):
+            elif _VENDORED_PATH.search(path):
+                prior[row] = params.vendored_prior
+            elif _DOC_PATH.search(path) or _PROSE_NAME.search(path):
                 prior[row] = params.doc_prior
         return prior
 
@@ -274,40 +344,104 @@ class CommitIndex:
             score[rows] += qw * _idf(self.n_paths, count) * tf / (k1 + tf)
         return score
 
+    def links(self) -> CommitLinks:
+        """Where this commit defines names and which files its paths name (built once)."""
+        with self._links_lock:
+            if self._links is None:
+                self._links = CommitLinks(
+                    self._segments, self._chunk_off, self._live, self._paths.paths
+                )
+            return self._links
+
+    def _entity_bonus(self, report: ReportQuery, chunk_score: F64, top: float) -> None:
+        """Add to the chunks that define a name the query mentions (once per name)."""
+        params = self.params
+        if not report.identifiers or params.entity_weight == 0:
+            return
+        links = self.links()
+        for name in report.identifiers:
+            chunks = links.defining_chunks(name)
+            if not len(chunks):
+                continue
+            files = len(np.unique(self._chunk_gblob[chunks]))
+            if files > params.max_defining_files:
+                continue
+            chunk_score[chunks] += params.entity_weight * top / np.sqrt(files)
+
+    def _mention_bonus(self, report: ReportQuery, top: float) -> F64:
+        """What each file gains for being named by the query's paths or modules."""
+        bonus = np.zeros(self.n_paths, dtype=np.float64)
+        links = self.links()
+        if self.params.path_mention_weight:
+            for mention in report.paths:
+                for row in links.file_rows(mention):
+                    bonus[row] = max(bonus[row], self.params.path_mention_weight * top)
+        if self.params.module_mention_weight:
+            for dotted in report.modules:
+                for row in links.module_rows(dotted):
+                    bonus[row] = max(bonus[row], self.params.module_mention_weight * top)
+        return bonus
+
     def ranked(
-        self, query: str | Mapping[str, float], *, extensions: frozenset[str] | None = None
+        self,
+        query: str | AnalysedQuery,
+        *,
+        extensions: frozenset[str] | None = None,
     ) -> Iterator[SearchHit]:
         """Chunks in descending relevance (deterministic tie order), diverse across files.
 
-        `query` is the text, or its `query_weights` when the caller analysed it once for the
+        `query` is the text, or its `analyse_query` when the caller analysed it once for the
         indexes of several repositories. Lazy: the caller can filter (licenses, per-repo
         caps) and stop early.
         """
-        weights = query_weights(query, self.params) if isinstance(query, str) else query
-        selected = self._selected_terms(weights)
-        if not selected or not self.n_paths:
+        analysed = query if isinstance(query, AnalysedQuery) else analyse_query(query, self.params)
+        selected = self._selected_terms(analysed.weights)
+        if not self.n_paths:
             return iter(())
-        chunk_score = self._chunk_scores(selected)
+        n_chunks = len(self._chunk_gblob)
+        lexical = self._chunk_scores(selected) if selected else np.zeros(0, dtype=np.float64)
+        if not len(lexical):
+            lexical = np.zeros(n_chunks, dtype=np.float64)
+        chunk_score = lexical.copy()
+        top = float(lexical.max()) if n_chunks else 0.0
+        self._entity_bonus(analysed.report, chunk_score, top or 1.0)
         n_gblobs = int(self._blob_off[-1])
         best: F64 = np.zeros(n_gblobs, dtype=np.float64)
         total: F64 = np.zeros(n_gblobs, dtype=np.float64)
-        if len(chunk_score):
-            nz = np.flatnonzero(chunk_score)
+        nz = np.flatnonzero(chunk_score)
+        if len(nz):
             gblob = self._chunk_gblob[nz]
             np.maximum.at(best, gblob, chunk_score[nz])
             total = np.bincount(gblob, weights=chunk_score[nz], minlength=n_gblobs).astype(
                 np.float64, copy=False
             )
         blob_score = best + self.params.rest_weight * (total - best)
-        file_score = blob_score[self._path_gblob] + self.params.path_weight * self._path_scores(
-            selected
-        )
+        path_score = self.params.path_weight * self._path_scores(selected)
+        file_score = blob_score[self._path_gblob] + path_score
+        lexical_files = file_score > 0
+        mention = self._mention_bonus(analysed.report, float(file_score.max()) or top or 1.0)
+        file_score += mention
         file_score *= self._prior
+        if analysed.report.reads_as_report and self.params.config_prior != 1.0:
+            file_score[self._config_mask()] *= self.params.config_prior
         if extensions is not None:
             file_score[~self._extension_mask(extensions)] = 0.0
         candidates = np.flatnonzero(file_score > 0)
         order = candidates[np.lexsort((candidates, -file_score[candidates]))]
-        return self._emit(order, file_score, chunk_score)
+        linked = chunk_score > lexical
+        signals = np.where(lexical_files, int(Signals.TERMS), 0)
+        signals |= np.where(mention > 0, int(Signals.PATH), 0)
+        return self._emit(order, file_score, chunk_score, signals, linked)
+
+    def _config_mask(self) -> npt.NDArray[np.bool_]:
+        with self._links_lock:
+            if self._config is None:
+                self._config = np.fromiter(
+                    (bool(_CONFIG_PATH.search(p)) for p in self._paths.paths.to_pylist()),
+                    dtype=bool,
+                    count=self.n_paths,
+                )
+            return self._config
 
     def _file_chunks(self, path_row: int, chunk_score: F64) -> tuple[list[int], list[float]]:
         seg_index = int(self._paths.segment[path_row])
@@ -325,7 +459,7 @@ class CommitIndex:
         ranked = nz[np.lexsort((nz, -scores[nz]))]
         return (ranked + first).tolist(), scores[ranked].tolist()
 
-    def _hit(self, path_row: int, chunk: int, score: float) -> SearchHit:
+    def _hit(self, path_row: int, chunk: int, score: float, signals: int) -> SearchHit:
         seg = self._segments[int(self._paths.segment[path_row])]
         blob = int(self._paths.blob[path_row])
         return SearchHit(
@@ -336,10 +470,16 @@ class CommitIndex:
             score=score,
             symbol=seg.symbol(chunk),
             language=seg.language(blob),
+            signals=Signals(signals),
         )
 
     def _emit(
-        self, order: npt.NDArray[np.int64], file_score: F64, chunk_score: F64
+        self,
+        order: npt.NDArray[np.int64],
+        file_score: F64,
+        chunk_score: F64,
+        signals: npt.NDArray[np.int64],
+        linked: npt.NDArray[np.bool_],
     ) -> Iterator[SearchHit]:
         decay = self.params.diversity_decay
         # Heap of (-score, file rank, k): a file's k-th chunk scores file * decay**k * relative.
@@ -363,7 +503,10 @@ class CommitIndex:
             neg, rank, k = heapq.heappop(heap)
             row = int(order[rank])
             chunks, scores = per_file[rank]
-            yield self._hit(row, chunks[k], -neg)
+            chunk = chunks[k]
+            base = self._chunk_off[int(self._paths.segment[row])]
+            fired = int(signals[row]) | (int(Signals.ENTITY) if linked[base + chunk] else 0)
+            yield self._hit(row, chunk, -neg, fired)
             if k + 1 < len(chunks):
                 base = float(file_score[row])
                 relative = scores[k + 1] / scores[0] if scores[0] > 0 else 0.0

@@ -1,0 +1,147 @@
+"""Read a query as a bug report: prose, code, traceback frames and version dumps told apart.
+
+Users paste whole reports. What names the code at fault is rarely the prose alone: the frames
+of a traceback name files and functions, code and backticks name identifiers, dotted paths
+name modules. A version dump (`numpy: 1.21.0`, `pip freeze` lines) names nothing in the
+repository and only pulls configuration files up, so its lines are left out of the text
+that is scored.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass
+from typing import Final
+
+_FENCE: Final = re.compile(r"^\s*(```|~~~)")
+_FRAME: Final = re.compile(r'File "([^"]+)", line \d+(?:, in ([A-Za-z_][A-Za-z0-9_]*))?')
+_PYTEST_FRAME: Final = re.compile(r"^\s*([\w./\\-]+\.py):\d+:(?: in ([A-Za-z_]\w*))?")
+_PATH: Final = re.compile(r"(?<![\w/.])((?:[\w.-]+/)*[\w-]+\.(?:py|pyx|pyi|c|h|cpp|js|ts|rs|go))\b")
+_DOTTED: Final = re.compile(r"\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\b")
+_IDENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CALL: Final = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_BACKTICKED: Final = re.compile(r"`([^`\n]{1,200})`")
+_PROMPT: Final = re.compile(r"^\s*(>>>|\.\.\.|In \[\d+\]:|Out\[\d+\]:|\$ )")
+_VERSION_LINE: Final = re.compile(
+    r"^\s*[-*]?\s*[\w.\-/() ]{1,48}?\s*(?::|==|>=|<=|=|\s)\s*v?\d+(?:\.\w+)+\S*(?:\s.*)?$"
+)
+_KEY_VALUE: Final = re.compile(r"^\s*[\w.\-/() ]{1,48}:\s+\S.*$")
+_MIN_DUMP_LINES: Final = 3
+_COMMON_NAMES: Final = frozenset(
+    {"self", "cls", "args", "kwargs", "print", "len", "str", "int", "float", "list", "dict",
+     "set", "tuple", "type", "object", "range", "open", "isinstance", "super", "np", "pd",
+     "plt", "os", "sys", "re", "import", "from", "return", "None", "True", "False", "main",
+     "test", "foo", "bar", "baz", "x", "y", "a", "b"}
+)  # fmt: skip
+MAX_MENTIONS: Final = 64
+"""A report pasting a thousand-line log names no more code than its first mentions do."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReportQuery:
+    """What a query says, read as a bug report."""
+
+    text: str
+    """The text to score lexically: the query without its version dumps."""
+    identifiers: tuple[str, ...]
+    """Names that read as code (in code, backticks, calls, tracebacks, snake or camel case)."""
+    paths: tuple[str, ...]
+    """File paths the query names (traceback frames first)."""
+    modules: tuple[str, ...]
+    """Dotted names that may be modules (`astropy.io.fits`)."""
+    reads_as_report: bool
+    """It has a traceback, code or a version dump: a bug report more than a question."""
+
+
+def _is_code_name(name: str) -> bool:
+    if len(name) < 3 or name in _COMMON_NAMES or keyword.iskeyword(name):
+        return False
+    return not (name.startswith("__") and name.endswith("__"))
+
+
+def _looks_like_identifier(name: str) -> bool:
+    """snake_case, CamelCase with an inner capital, or a leading underscore."""
+    inner = name.strip("_")
+    return "_" in inner or name.startswith("_") or bool(re.search(r"[a-z][A-Z]", name))
+
+
+def _dump_lines(lines: list[str]) -> set[int]:
+    """Rows of version dumps: runs of at least three lines that each pair a name with a version
+    (or, in a run holding one, any `key: value`)."""
+    rows: set[int] = set()
+    run: list[int] = []
+    versions = 0
+
+    def close() -> None:
+        if len(run) >= _MIN_DUMP_LINES and versions * 2 >= len(run):
+            rows.update(run)
+
+    for row, line in enumerate(lines):
+        is_version = bool(_VERSION_LINE.match(line))
+        if is_version or (run and _KEY_VALUE.match(line)):
+            run.append(row)
+            versions += is_version
+            continue
+        close()
+        run, versions = [], 0
+    close()
+    return rows
+
+
+def read_report(query: str) -> ReportQuery:
+    """Split a query into the text to score and the code it mentions."""
+    lines = query.splitlines()
+    dump = _dump_lines(lines)
+    identifiers: dict[str, None] = {}
+    paths: dict[str, None] = {}
+    modules: dict[str, None] = {}
+    in_fence = False
+    code_seen = bool(dump)
+    kept: list[str] = []
+
+    def note_identifier(name: str) -> None:
+        if _is_code_name(name) and len(identifiers) < MAX_MENTIONS:
+            identifiers.setdefault(name)
+
+    for row, line in enumerate(lines):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            code_seen = True
+            continue
+        if row in dump:
+            continue
+        kept.append(line)
+        frame = _FRAME.search(line) or _PYTEST_FRAME.match(line)
+        if frame:
+            code_seen = True
+            paths.setdefault(frame.group(1).replace("\\", "/"))
+            if frame.group(2):
+                note_identifier(frame.group(2))
+            continue
+        is_code = in_fence or bool(_PROMPT.match(line)) or line.startswith("    ")
+        code_seen = code_seen or is_code
+        for match in _PATH.finditer(line):
+            paths.setdefault(match.group(1))
+        for match in _DOTTED.finditer(line):
+            dotted = match.group(1)
+            if not re.search(r"\.(py|txt|rst|md|org|com|html)$", dotted):
+                modules.setdefault(dotted)
+            for part in dotted.split("."):
+                if is_code or _looks_like_identifier(part):
+                    note_identifier(part)
+        for match in _CALL.finditer(line):
+            note_identifier(match.group(1))
+        for span in _BACKTICKED.findall(line):
+            for name in _IDENT.findall(span):
+                note_identifier(name)
+        for name in _IDENT.findall(line):
+            if is_code or _looks_like_identifier(name):
+                note_identifier(name)
+    return ReportQuery(
+        text="\n".join(kept),
+        identifiers=tuple(identifiers),
+        paths=tuple(list(paths)[:MAX_MENTIONS]),
+        modules=tuple(list(modules)[:MAX_MENTIONS]),
+        reads_as_report=code_seen or bool(paths),
+    )
