@@ -32,9 +32,7 @@ from worker.index.views.report import ReportQuery, read_report
 _TEST_PATH: Final = re.compile(
     r"(^|/)(tests?|testing|__tests__|spec)/|(^|/)test_[^/]*$|_tests?\.[^/]*$|(^|/)conftest\.py$"
 )
-_DOC_PATH: Final = re.compile(
-    r"\.(md|rst|txt|adoc)$|(^|/)(docs?|Documentation)/", re.IGNORECASE
-)
+_DOC_PATH: Final = re.compile(r"\.(md|rst|txt|adoc)$|(^|/)(docs?|Documentation)/", re.IGNORECASE)
 _PROSE_NAME: Final = re.compile(r"(^|/)[A-Z][A-Z_-]{2,}$")
 """README, CHANGES, AUTHORS, EXAMPLES: prose under a name without an extension."""
 _VENDORED_PATH: Final = re.compile(

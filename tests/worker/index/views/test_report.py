@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from worker.index.views.report import MAX_MENTIONS, read_report
 
-REPORT = '''\
+REPORT = """\
 `Card.format_value` loses precision for small floats
 
 ```python
@@ -25,7 +25,7 @@ numpy: 1.24.2
 scipy: 1.10.0
 astropy: 5.3.dev
 pyerfa: 2.0.0
-'''
+"""
 
 
 def test_version_dump_left_out_of_the_scored_text() -> None:
