@@ -148,6 +148,8 @@ class MirrorConfig(_Section, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     """The period of scheduled syncs; reported to callers as the next sync time."""
     index_workers: NonNegativeInt = 0
     """Processes that build a research index; 0 means one per core."""
+    history_commits: NonNegativeInt = 50_000
+    """The newest commits whose messages and changed files research weighs; 0: none."""
 
 
 class PolicyConfig(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -34,6 +34,8 @@ from worker.errors import (
     Timeout,
 )
 from worker.index import IndexStore, SearchHit, text_terms
+from worker.index.store.build import repo_index_dir
+from worker.index.views.history import HistoryStore
 from worker.index.views.text import AnalysedQuery, analyse_query
 from worker.licenses import LicenseCache, LicenseInfo, LicensePolicy, LicenseResolver
 from worker.repos.catalog import RepoCatalog
@@ -152,6 +154,14 @@ class ResearchService:
         self.catalog = catalog
         self.indexes = indexes
         self.license_cache = LicenseCache()
+        self.histories = HistoryStore()
+
+    def _history(self, repo: PinnedRepo, plan: _Plan) -> dict[str, float]:
+        """The files the pinned commit's past commits matching the query changed."""
+        history = self.histories.get(repo_index_dir(self.indexes.cache_dir, repo.name))
+        if history is None:
+            return {}
+        return history.file_scores(repo.commit, plan.query.weights)
 
     def answer(self, request: RepoReaderRequest, *, deadline: float) -> ResearchAnswer:
         """Resolve, check and search; raises a RepoReaderFailure for any refusal."""
@@ -169,9 +179,8 @@ class ResearchService:
         candidates: list[_Candidate] = []
         for repo in repos:
             index = self.indexes.open(repo.name, repo.repo, repo.commit, deadline=deadline)
-            candidates += self._candidates(
-                reads[repo.name], index.ranked(plan.query, extensions=wanted), plan
-            )
+            ranked = index.ranked(plan.query, extensions=wanted, history=self._history(repo, plan))
+            candidates += self._candidates(reads[repo.name], ranked, plan)
         chosen = sorted(
             candidates, key=lambda c: (-c.hit.score, c.repo.name, c.hit.path, c.hit.start_line)
         )[: plan.limits.max_total_excerpts]

@@ -72,6 +72,8 @@ class SyncResult:
     """Processes the research index was built with."""
     graph_seconds: float = 0.0
     """Building and publishing the head's entity graph, after its index."""
+    history_seconds: float = 0.0
+    """Recording the commits not recorded before (messages, changed files)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -214,6 +216,7 @@ class Mirror:
             default_ref = self._default_ref(entry, repo)
             head = str(repo.references[default_ref].peel(pygit2.Commit).id)
             timings = self._index(entry, repo, head)
+            history_seconds = self._record_history(entry, repo)
             root_license = self._identify_licenses(entry.name, repo, head)
             self.layout.write_state(
                 MirrorState(
@@ -236,9 +239,33 @@ class Mirror:
             index_seconds=timings.seconds,
             index_workers=timings.workers,
             graph_seconds=timings.graph_seconds,
+            history_seconds=history_seconds,
         )
         log.info("mirror.synced", **dataclasses.asdict(result))
         return result
+
+    def _record_history(self, entry: RepoEntry, repo: pygit2.Repository) -> float:
+        """Publish the repository's history with the commits this fetch brought."""
+        from worker.index.store.build import repo_index_dir
+        from worker.index.store.history import write_history
+
+        if not self.config.mirror.history_commits:
+            return 0.0
+        started = time.monotonic()
+        recorded, fresh = write_history(
+            repo_index_dir(self.layout.root, entry.name),
+            repo,
+            max_commits=self.config.mirror.history_commits,
+        )
+        seconds = time.monotonic() - started
+        log.info(
+            "mirror.history",
+            repo=entry.name,
+            commits=recorded,
+            new=fresh,
+            seconds=round(seconds, 3),
+        )
+        return seconds
 
     def rebuild_index(self, name: str, revision: str | None = None) -> tuple[str, float]:
         """Index `name` at `revision` (default: its mirrored head) again; (commit, seconds).

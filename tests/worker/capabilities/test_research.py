@@ -356,3 +356,37 @@ def test_result_limits(sample: MirroredCache) -> None:
         result_limits={"max_total_excerpts": 1},
     )
     assert len(answer.artifacts) == 1
+
+
+def test_artifacts_say_why_they_were_chosen(cache: MirroredCache, tmp_path: Path) -> None:
+    """Each artifact names the signals that chose it: terms, a linked definition, history."""
+    repo = init_repo(tmp_path / "src")
+    files: dict[str, Content | None] = {
+        **SAMPLE_FILES,
+        "sample/frames.py": "def convert_frame(value):\n    return value * 2\n",
+        "sample/other.py": "def unrelated():\n    return 'frame conversion notes'\n",
+    }
+    commit(repo, files, message="initial import")
+    pinned = commit(
+        repo,
+        {"sample/frames.py": "def convert_frame(value):\n    return value * 3\n"},
+        message="Fix sidereal drift when converting frames",
+    )
+    commit(
+        repo,
+        {"sample/other.py": "def unrelated():\n    return 'frame'\n"},
+        message="Fix leap second handling in frame conversion",
+    )
+    cache.add("acme/frames", tmp_path / "src")
+    service = research(cache)
+    report = "Frame conversion drifts: `convert_frame` gives sidereal drift"
+    answer = ask(service, report, repo_constraints={"revisions": {"acme/frames": pinned}})
+    top = answer.artifacts[0]
+    assert top.path == "sample/frames.py"
+    assert top.signals == ("terms", "entity", "history")
+    # The later commit is not in the pinned commit's past; at the head it is.
+    leap = "leap second handling in unrelated"
+    pinned_answer = ask(service, leap, repo_constraints={"revisions": {"acme/frames": pinned}})
+    assert all("history" not in a.signals for a in pinned_answer.artifacts)
+    head_answer = ask(service, leap)
+    assert "history" in head_answer.artifacts[0].signals

@@ -13,6 +13,7 @@ from tests.support.gitrepos import commit, init_repo
 from tests.worker.licenses.conftest import license_text
 from worker.config import ConfigError
 from worker.index.store.graph_tables import read_graph
+from worker.index.store.history import current_generation, read_records
 from worker.mirror.sync import Mirror, SyncError, SyncResult
 from worker.repos.catalog import RepoCatalog
 from worker.repos.layout import CacheLayout, IdentifiedLicenses
@@ -206,3 +207,30 @@ def test_a_sync_with_several_index_workers_builds_in_them(
     _, result = synced_mirror(tmp_path)
     assert result.index_workers == 2
     assert result.index_seconds > 0
+
+
+def test_sync_records_history_and_a_resync_adds_only_new_commits(tmp_path: Path) -> None:
+    """The mirror publishes every commit's message and files; a resync records only new ones."""
+    source = source_repo(tmp_path / "src")
+    mirror, _ = synced_mirror(tmp_path)
+    index_dir = tmp_path / "cache" / "index" / "acme" / "tool"
+    generation = current_generation(index_dir)
+    assert generation is not None
+    assert [r.message.strip() for r in read_records(generation)] == ["second", "first"]
+    commit(source, {"sample/extra.py": "def extra():\n    return 2\n"}, message="third")
+    (result,) = mirror.sync()
+    generation = current_generation(index_dir)
+    assert generation is not None
+    records = read_records(generation)
+    assert [r.message.strip() for r in records] == ["third", "second", "first"]
+    assert records[0].touched == ("sample/extra.py",)
+    assert result.history_seconds > 0
+
+
+def test_history_can_be_turned_off(tmp_path: Path) -> None:
+    """`history_commits = 0` records no history."""
+    source_repo(tmp_path / "src")
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "repo-reader.toml").write_text("[mirror]\nhistory_commits = 0\n")
+    synced_mirror(tmp_path)
+    assert current_generation(tmp_path / "cache" / "index" / "acme" / "tool") is None

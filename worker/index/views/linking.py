@@ -55,7 +55,8 @@ class CommitLinks:
         for row, path in enumerate(self._paths):
             by_name[path.rsplit("/", 1)[-1]].append(row)
         self._by_file_name = dict(by_name)
-        self._row = {path: row for row, path in enumerate(self._paths)}
+        self.rows = {path: row for row, path in enumerate(self._paths)}
+        """Each path's row."""
 
     def _segment_names(self) -> list[dict[str, I64]]:
         with self._lock:
@@ -107,7 +108,7 @@ class CommitLinks:
         for end in range(len(parts), 1, -1):
             stem = "/".join(parts[:end])
             for suffix in _MODULE_SUFFIXES:
-                row = self._row.get(stem + suffix)
+                row = self.rows.get(stem + suffix)
                 if row is not None:
                     return [row]
         return []

@@ -60,6 +60,8 @@ class Signals(enum.IntFlag):
     """It defines a name the query mentions."""
     PATH = 4
     """The query names its path or module."""
+    HISTORY = 8
+    """Past commits whose messages match the query changed it."""
 
     def labels(self) -> tuple[str, ...]:
         """The names of the signals set, in a fixed order."""
@@ -121,6 +123,9 @@ class RankingParams:
     file's score."""
     module_mention_weight: float = 0.25
     """A module a dotted name in the query names gains this share of the best file's score."""
+    history_weight: float = 0.5
+    """The file most lent by past commits matching the query gains this share of the best
+    file's score; others in proportion."""
 
 
 class AnalysedQuery(msgspec.Struct, frozen=True):
@@ -380,17 +385,32 @@ class CommitIndex:
                     bonus[row] = max(bonus[row], self.params.module_mention_weight * top)
         return bonus
 
+    def _history_bonus(self, history: Mapping[str, float] | None, top: float) -> F64:
+        """What each file gains from past commits matching the query."""
+        bonus = np.zeros(self.n_paths, dtype=np.float64)
+        if not history or not self.params.history_weight:
+            return bonus
+        best = max(history.values())
+        rows = self.links().rows
+        for path, score in history.items():
+            row = rows.get(path)
+            if row is not None:
+                bonus[row] = self.params.history_weight * top * score / best
+        return bonus
+
     def ranked(
         self,
         query: str | AnalysedQuery,
         *,
         extensions: frozenset[str] | None = None,
+        history: Mapping[str, float] | None = None,
     ) -> Iterator[SearchHit]:
         """Chunks in descending relevance (deterministic tie order), diverse across files.
 
         `query` is the text, or its `analyse_query` when the caller analysed it once for the
-        indexes of several repositories. Lazy: the caller can filter (licenses, per-repo
-        caps) and stop early.
+        indexes of several repositories; `history` the files past commits matching it
+        changed, with their scores (`worker.index.views.history`). Lazy: the caller can
+        filter (licenses, per-repo caps) and stop early.
         """
         analysed = query if isinstance(query, AnalysedQuery) else analyse_query(query, self.params)
         selected = self._selected_terms(analysed.weights)
@@ -417,8 +437,10 @@ class CommitIndex:
         path_score = self.params.path_weight * self._path_scores(selected)
         file_score = blob_score[self._path_gblob] + path_score
         lexical_files = file_score > 0
-        mention = self._mention_bonus(analysed.report, float(file_score.max()) or top or 1.0)
-        file_score += mention
+        scale = float(file_score.max()) or top or 1.0
+        mention = self._mention_bonus(analysed.report, scale)
+        past = self._history_bonus(history, scale)
+        file_score += mention + past
         file_score *= self._prior
         if analysed.report.reads_as_report and self.params.config_prior != 1.0:
             file_score[self._config_mask()] *= self.params.config_prior
@@ -429,6 +451,7 @@ class CommitIndex:
         linked = chunk_score > lexical
         signals = np.where(lexical_files, int(Signals.TERMS), 0)
         signals |= np.where(mention > 0, int(Signals.PATH), 0)
+        signals |= np.where(past > 0, int(Signals.HISTORY), 0)
         return self._emit(order, file_score, chunk_score, signals, linked)
 
     def _config_mask(self) -> npt.NDArray[np.bool_]:

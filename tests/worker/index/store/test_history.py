@@ -1,0 +1,86 @@
+"""The mirror's history tables: commits, changed files and messages, recorded incrementally."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pygit2
+
+from tests.worker.index.conftest import RepoFactory
+from worker.index.store import history
+from worker.index.store.history import current_generation, read_records, write_history
+
+
+def test_records_changed_files_newest_first(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path
+) -> None:
+    """Each commit is recorded with its message and the files it added, changed or removed."""
+    factory = make_repo("r")
+    factory.commit({"a.py": b"1", "lib/b.py": b"1"}, "start")
+    factory.commit({"a.py": b"2", "lib/b.py": b"1", "lib/c.py": b"1"}, "change a, add c")
+    factory.commit({"a.py": b"2", "lib/c.py": b"1"}, "drop b")
+    assert write_history(tmp_path, factory.repo, max_commits=100) == (3, 3)
+    generation = current_generation(tmp_path)
+    assert generation is not None
+    records = read_records(generation)
+    assert [r.message for r in records] == ["drop b", "change a, add c", "start"]
+    assert [sorted(r.touched) for r in records] == [
+        ["lib/b.py"],
+        ["a.py", "lib/c.py"],
+        ["a.py", "lib/b.py"],
+    ]
+    assert records[0].parents == (records[1].oid,)
+
+
+def test_second_sync_diffs_only_new_commits(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path
+) -> None:
+    """A sync with nothing new keeps the generation; a new commit makes a new one, alone."""
+    factory = make_repo("r")
+    factory.commit({"a.py": b"1"}, "one")
+    write_history(tmp_path, factory.repo, max_commits=100)
+    first = current_generation(tmp_path)
+    assert write_history(tmp_path, factory.repo, max_commits=100) == (1, 0)
+    assert current_generation(tmp_path) == first
+    factory.commit({"a.py": b"2"}, "two")
+    assert write_history(tmp_path, factory.repo, max_commits=100) == (2, 1)
+    second = current_generation(tmp_path)
+    assert second is not None
+    assert second != first
+    assert first is not None
+    assert not first.exists()
+    assert [r.message for r in read_records(second)] == ["two", "one"]
+
+
+def test_keeps_only_the_newest_commits(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path
+) -> None:
+    """At most `max_commits` are kept, the newest."""
+    factory = make_repo("r")
+    for n in range(5):
+        factory.commit({"a.py": str(n).encode()}, f"c{n}")
+    write_history(tmp_path, factory.repo, max_commits=3)
+    generation = current_generation(tmp_path)
+    assert generation is not None
+    assert [r.message for r in read_records(generation)] == ["c4", "c3", "c2"]
+
+
+def test_a_sweeping_commit_records_no_files(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path
+) -> None:
+    """A commit changing more files than the limit names none of them."""
+    factory = make_repo("r")
+    many = history.MAX_TOUCHES + 5
+    factory.commit({f"f{n}.py": b"1" for n in range(many)}, "import everything")
+    factory.commit({**{f"f{n}.py": b"1" for n in range(many)}, "f0.py": b"2"}, "one fix")
+    write_history(tmp_path, factory.repo, max_commits=100)
+    generation = current_generation(tmp_path)
+    assert generation is not None
+    assert [r.touched for r in read_records(generation)] == [("f0.py",), ()]
+
+
+def test_no_branches_records_nothing(tmp_path: Path) -> None:
+    """An empty repository gives an empty history."""
+    repo = pygit2.init_repository(str(tmp_path / "empty.git"), bare=True)
+    assert write_history(tmp_path / "index", repo, max_commits=10) == (0, 0)
