@@ -131,7 +131,8 @@ def _distinct(paths: Iterable[str]) -> list[str]:
 
 
 def prepare_cache(instances: Sequence[Instance], cache: Path) -> None:
-    """Mirror every repository the instances name into `cache` (kept between runs)."""
+    """Mirror every repository the instances name into `cache` (kept between runs, synced
+    again so the index and history are the current code's)."""
     cache.mkdir(parents=True, exist_ok=True)
     config_file = cache / "repo-reader.toml"
     if not config_file.exists():
@@ -144,7 +145,7 @@ def prepare_cache(instances: Sequence[Instance], cache: Path) -> None:
         if mirror.config.repo(name) is None:
             print(f"mirroring {name} from {url}", flush=True)
             mirror.add(name, url)
-            mirror.sync([name])
+    mirror.sync(list(wanted))
 
 
 def research_request(instance: Instance) -> RepoReaderRequest:

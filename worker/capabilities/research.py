@@ -95,6 +95,8 @@ class ResearchAnswer:
 class _Candidate:
     repo: PinnedRepo
     hit: SearchHit
+    score: float
+    """The hit's score over its repository's query ceiling: comparable across repositories."""
     license: LicenseInfo | None
     data: bytes
     """The file's content, read once for its license and its excerpt."""
@@ -180,9 +182,10 @@ class ResearchService:
         for repo in repos:
             index = self.indexes.open(repo.name, repo.repo, repo.commit, deadline=deadline)
             ranked = index.ranked(plan.query, extensions=wanted, history=self._history(repo, plan))
-            candidates += self._candidates(reads[repo.name], ranked, plan)
+            ceiling = index.query_ceiling(plan.query)
+            candidates += self._candidates(reads[repo.name], ranked, plan, ceiling)
         chosen = sorted(
-            candidates, key=lambda c: (-c.hit.score, c.repo.name, c.hit.path, c.hit.start_line)
+            candidates, key=lambda c: (-c.score, c.repo.name, c.hit.path, c.hit.start_line)
         )[: plan.limits.max_total_excerpts]
         if not chosen and plan.refused_licenses:
             raise licenses_not_allowed(plan.refused_licenses)
@@ -227,7 +230,7 @@ class ResearchService:
         return roots
 
     def _candidates(
-        self, reads: _RepoReads, ranked: Iterator[SearchHit], plan: _Plan
+        self, reads: _RepoReads, ranked: Iterator[SearchHit], plan: _Plan, ceiling: float
     ) -> list[_Candidate]:
         """The repository's best hits that pass the license policy, at most its share."""
         wanted = min(plan.limits.max_excerpts_per_repo, plan.limits.max_total_excerpts)
@@ -244,7 +247,13 @@ class ResearchService:
                 reads.forget(hit.path)
                 continue
             found.append(
-                _Candidate(repo=reads.repo, hit=hit, license=info, data=reads.data(hit.path))
+                _Candidate(
+                    repo=reads.repo,
+                    hit=hit,
+                    score=hit.score / ceiling,
+                    license=info,
+                    data=reads.data(hit.path),
+                )
             )
             if len(found) >= wanted:
                 break
@@ -266,11 +275,11 @@ class ResearchService:
             for start, end in merge_spans((c.hit.start_line, c.hit.end_line) for c in candidates):
                 best = max(
                     (c for c in candidates if start <= c.hit.start_line <= end),
-                    key=lambda c: c.hit.score,
+                    key=lambda c: c.score,
                 )
                 excerpt = cut_excerpt(text.lines, start, end, plan.limits.max_excerpt_chars, weight)
                 if excerpt is not None:
-                    scored.append((best.hit.score, _artifact(best, excerpt, text.encoding)))
+                    scored.append((best.score, _artifact(best, excerpt, text.encoding)))
         scored.sort(key=lambda pair: (-pair[0], pair[1].repo, pair[1].path, pair[1].excerpt_span))
         return tuple(artifact for _, artifact in scored)
 
@@ -285,7 +294,7 @@ def _artifact(candidate: _Candidate, excerpt: Excerpt, encoding: str) -> Researc
         license=info.spdx if info else NO_LICENSE,
         license_source=info.source if info else "none",
         excerpt_span=f"L{excerpt.start}-L{excerpt.end}",
-        score=round(hit.score, 4),
+        score=round(candidate.score, 6),
         blob=hit.blob,
         language=hit.language,
         symbol=hit.symbol,

@@ -390,3 +390,41 @@ def test_artifacts_say_why_they_were_chosen(cache: MirroredCache, tmp_path: Path
     assert all("history" not in a.signals for a in pinned_answer.artifacts)
     head_answer = ask(service, leap)
     assert "history" in head_answer.artifacts[0].signals
+
+
+def test_repositories_rank_together_by_how_much_of_the_query_they_hold(
+    cache: MirroredCache, tmp_path: Path
+) -> None:
+    """A repository holding only the query's common words does not outrank the one that holds
+    all of it because those words are rare in it."""
+    web = init_repo(tmp_path / "web")
+    web_files: dict[str, Content | None] = {
+        "LICENSE": MIT_LICENSE,
+        "web/app.py": (
+            "def teardown_request(handler):\n"
+            '    """Register callbacks run after each request, as teardown."""\n'
+            "    return handler\n"
+        ),
+    }
+    web_files |= {
+        f"web/view{n}.py": f"def view{n}(request):\n    return request.args[{n}]\n"
+        for n in range(8)
+    }
+    commit(web, web_files)
+    algebra = init_repo(tmp_path / "algebra")
+    algebra_files: dict[str, Content | None] = {
+        "LICENSE": MIT_LICENSE,
+        "algebra/hooks.py": (
+            "def on_request(callbacks):\n"
+            '    """Run callbacks when a request for simplification comes."""\n'
+            "    return [c() for c in callbacks]\n"
+        ),
+    }
+    algebra_files |= {
+        f"algebra/poly{n}.py": f"def poly{n}(x):\n    return x ** {n} + {n}\n" for n in range(60)
+    }
+    commit(algebra, algebra_files)
+    cache.add("acme/web", tmp_path / "web")
+    cache.add("acme/algebra", tmp_path / "algebra")
+    answer = ask(research(cache), "request teardown callbacks")
+    assert (answer.artifacts[0].repo, answer.artifacts[0].path) == ("acme/web", "web/app.py")

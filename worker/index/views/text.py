@@ -279,6 +279,22 @@ class CommitIndex:
             self._ext_masks[extensions] = mask
         return mask
 
+    def query_ceiling(self, query: str | AnalysedQuery) -> float:
+        """What a chunk matching every query term would roughly score here: a term this
+        commit lacks counts at the weight of the rarest term, so scores divided by it compare
+        across repositories (one holding only the query's common words ranks lower)."""
+        analysed = query if isinstance(query, AnalysedQuery) else analyse_query(query, self.params)
+        n = max(self.n_chunks, 1)
+        ceiling = 0.0
+        for term, qw in analysed.weights.items():
+            df = 0
+            for seg in self._segments:
+                hit = seg.lookup(term)
+                if hit is not None:
+                    df += hit[1]
+            ceiling += qw * _idf(max(n, df), df)
+        return ceiling or 1.0
+
     def _selected_terms(
         self, weights: Mapping[str, float]
     ) -> list[tuple[str, float, list[tuple[int, int, int]]]]:
