@@ -58,6 +58,7 @@ _PIXAR_SECTION_6 = "except as required to comply with section 4(c)"
 
 
 _WORD = re.compile(r"\w+")
+_EXCEPTION = re.compile(r"\bexceptions?\b", re.IGNORECASE)
 
 
 class TextLicense(msgspec.Struct, frozen=True, kw_only=True):
@@ -92,9 +93,13 @@ def identify_license(text: str) -> TextLicense | None:
     normalised = text.replace("\r\n", "\n").replace("\r", "\n")
     if not normalised.strip():
         return None
-    found = _from_regions(normalised)
-    if found is not None:
-        return found
+    regions = [
+        (spdx, region.start, region.end)
+        for region in licensecheck_regions(normalised, coverage_threshold=0.0)
+        if (spdx := normalise_expression(region.id)) is not None
+    ]
+    if regions:
+        return _from_regions(normalised, regions)
     match = best_license_match(normalised)
     if match is None:
         return None
@@ -106,21 +111,20 @@ def identify_license(text: str) -> TextLicense | None:
     return TextLicense(spdx=spdx, confidence=round(score, 3))
 
 
-def _from_regions(text: str) -> TextLicense | None:
-    """The project license from licenseclassifier's regions, or None when they do not decide."""
-    regions = [
-        (spdx, region.start, region.end)
-        for region in licensecheck_regions(text, coverage_threshold=0.0)
-        if (spdx := normalise_expression(region.id)) is not None
-    ]
-    if not regions:
-        return None
+def _from_regions(text: str, regions: list[tuple[str, int, int]]) -> TextLicense | None:
+    """The project license from licenseclassifier's regions (SPDX id, start, end), or None
+    when they do not decide."""
     first, start, end = regions[0]
     segment_end = regions[1][1] if len(regions) > 1 else len(text)
     covered = _words(text, start, end)
     coverage = covered / max(covered, _words(text, 0, segment_end))
     if coverage < MIN_COVERAGE:
         log.debug("license_text_uncovered", best_guess=first, coverage=round(coverage, 3))
+        return None
+    if _EXCEPTION.search(text[:start]) or _EXCEPTION.search(text[end:segment_end]):
+        # "As a special exception ..." beside the text: the license with an exception the
+        # text alone cannot name; the project's metadata or an SPDX tag may.
+        log.debug("license_text_with_exception", best_guess=first)
         return None
     later: list[str] = []
     for spdx, _, _ in regions[1:]:

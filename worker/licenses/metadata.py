@@ -31,7 +31,11 @@ def metadata_license(name: str, data: bytes) -> str | None:
             case "pyproject.toml":
                 values = _pyproject(tomllib.loads(text))
             case "Cargo.toml":
-                values = [_get(tomllib.loads(text), "package", "license")]
+                document = tomllib.loads(text)
+                values = [
+                    _get(document, "package", "license"),
+                    _get(document, "workspace", "package", "license"),
+                ]
             case "package.json":
                 values = [_get(json.loads(text), "license")]
             case "setup.cfg":

@@ -11,11 +11,15 @@ from __future__ import annotations
 import re
 
 CHOICE = re.compile(
-    r"\beither\b|\bdual[- ]?licen[cs]|\bat (?:your|the user's|the licensee's) (?:option|choice)"
+    r"\beither\b|\bat (?:your|the user's|the licensee's) (?:option|choice)"
     r"|\bchoice of\b|\bone of the following licen[cs]es",
     re.IGNORECASE,
 )
 """Words that offer a choice between licenses."""
+STATEMENT_CHOICE = re.compile(rf"{CHOICE.pattern}|\bdual[- ]?licen[cs]", re.IGNORECASE)
+"""Also "dual-licensed", which offers a choice in a statement about the project's license
+files; inside a license file it may say that two licenses both apply ("dual licensed (both
+MIT and PSF)")."""
 MAX_STATEMENT_CHARS = 4000
 """A longer license-file text is not a short statement about other files."""
 MAX_README_CHARS = 64 * 1024
@@ -28,13 +32,14 @@ def offers_choice(text: str) -> bool:
     return (
         len(text) <= MAX_STATEMENT_CHARS
         and _LICENSE_WORD.search(text) is not None
-        and CHOICE.search(text) is not None
+        and STATEMENT_CHOICE.search(text) is not None
     )
 
 
 def readme_offers_choice(text: str) -> bool:
     """Tell whether a paragraph of a README offers a choice between licenses."""
     return any(
-        _LICENSE_WORD.search(paragraph) is not None and CHOICE.search(paragraph) is not None
+        _LICENSE_WORD.search(paragraph) is not None
+        and STATEMENT_CHOICE.search(paragraph) is not None
         for paragraph in _PARAGRAPH_BREAK.split(text[:MAX_README_CHARS])
     )
