@@ -225,6 +225,8 @@ class Mirror:
                     indexed_commit=head,
                     license=root_license.spdx if root_license else None,
                     license_source=root_license.source if root_license else None,
+                    license_confidence=root_license.confidence if root_license else None,
+                    additional_licenses=root_license.additional if root_license else (),
                 )
             )
         result = SyncResult(
