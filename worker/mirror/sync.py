@@ -72,6 +72,10 @@ class SyncResult:
     """Processes the research index was built with."""
     graph_seconds: float = 0.0
     """Building and publishing the head's entity graph, after its index."""
+    license: str | None = None
+    """The root license detected at the head; None when none was (requests that require a
+    license refuse the repository's code)."""
+    license_source: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -238,8 +242,12 @@ class Mirror:
             index_seconds=timings.seconds,
             index_workers=timings.workers,
             graph_seconds=timings.graph_seconds,
+            license=root_license.spdx if root_license else None,
+            license_source=root_license.source if root_license else None,
         )
         log.info("mirror.synced", **dataclasses.asdict(result))
+        if root_license is None:
+            log.warning("mirror.no_license", repo=entry.name, head=head)
         return result
 
     def rebuild_index(self, name: str, revision: str | None = None) -> tuple[str, float]:

@@ -292,7 +292,9 @@ def test_identified_texts_are_taken_as_given(snapshot: SnapshotFactory) -> None:
     """A text the mirror identified is not identified again: its recorded answer stands."""
     repo, tree = snapshot({"LICENSE": license_text("MIT"), "a.py": CODE})
     license_id = str((tree / "LICENSE").id)
-    resolver = LicenseResolver(repo, identified={license_id: TextLicense(spdx="0BSD", confidence=0.95)})
+    resolver = LicenseResolver(
+        repo, identified={license_id: TextLicense(spdx="0BSD", confidence=0.95)}
+    )
     assert seen(resolver.for_root(tree)) == ("0BSD", "LICENSE")
     assert LicenseResolver(repo, identified={license_id: None}).for_root(tree) is None
 
