@@ -328,3 +328,165 @@ def test_identify_license_files_reads_what_a_lookup_reads(snapshot: SnapshotFact
     known = dict.fromkeys(ids.values(), TextLicense(spdx="MIT", confidence=1.0))
     found = LicenseResolver(repo, identified=known).identify_license_files(tree)
     assert set(found) == {ids[name] for name in sorted(files)[:MAX_LICENSE_FILES_PER_DIRECTORY]}
+
+
+def test_composite_file_gives_the_first_license_and_reports_the_bundled(
+    snapshot: SnapshotFactory,
+) -> None:
+    """A LICENSE holding the project's BSD text then bundled MIT code's gives BSD-3-Clause."""
+    composite = (
+        license_text("BSD-3-Clause")
+        + "\n\n"
+        + "-" * 72
+        + "\n\nThe bundled tabulate module is under the following license:\n\n"
+        + license_text("MIT")
+    )
+    repo, tree = snapshot({"LICENSE": composite, "pkg/a.py": CODE})
+    info = LicenseResolver(repo).for_root(tree)
+    assert info is not None
+    assert (info.spdx, info.source, info.additional) == ("BSD-3-Clause", "LICENSE", ("MIT",))
+    assert 0.9 <= info.confidence <= 1.0
+
+
+def test_two_license_files_and_metadata_give_its_choice(snapshot: SnapshotFactory) -> None:
+    """LICENSE-MIT, LICENSE-APACHE and Cargo.toml's "MIT OR Apache-2.0" give that OR."""
+    cargo = '[package]\nname = "fastroute"\nversion = "0.1.0"\nlicense = "MIT OR Apache-2.0"\n'
+    repo, tree = snapshot(
+        {
+            "LICENSE-MIT": license_text("MIT"),
+            "LICENSE-APACHE": license_text("Apache-2.0"),
+            "Cargo.toml": cargo,
+            "src/lib.rs": CODE,
+        }
+    )
+    assert seen(LicenseResolver(repo).for_root(tree)) == (
+        "MIT OR Apache-2.0",
+        "LICENSE-APACHE, LICENSE-MIT, Cargo.toml",
+    )
+
+
+def test_two_license_files_and_a_readme_choice_give_or(snapshot: SnapshotFactory) -> None:
+    """Without metadata, a README saying "either of ... at your option" makes the files an OR."""
+    readme = (
+        "# fastroute\n\n## License\n\nLicensed under either of\n\n * Apache License, Version"
+        " 2.0\n * MIT license\n\nat your option.\n"
+    )
+    repo, tree = snapshot(
+        {
+            "LICENSE-MIT": license_text("MIT"),
+            "LICENSE-APACHE": license_text("Apache-2.0"),
+            "README.md": readme,
+        }
+    )
+    assert seen(LicenseResolver(repo).for_root(tree)) == (
+        "Apache-2.0 OR MIT",
+        "LICENSE-APACHE, LICENSE-MIT, README.md",
+    )
+
+
+def test_a_statement_file_offering_either_license_gives_or(snapshot: SnapshotFactory) -> None:
+    """A COPYING saying the project may be used under either license makes the files an OR."""
+    statement = (
+        "This project is dual-licensed under the ISC and MIT licenses.\n\n"
+        "You may use this code under the terms of either license.\n"
+    )
+    repo, tree = snapshot(
+        {
+            "COPYING": statement,
+            "LICENSE-MIT": license_text("MIT"),
+            "LICENSE-ISC": license_text("ISC"),
+        }
+    )
+    assert seen(LicenseResolver(repo).for_root(tree)) == (
+        "ISC OR MIT",
+        "LICENSE-ISC, LICENSE-MIT, COPYING",
+    )
+
+
+def test_one_file_offering_either_of_its_licenses_gives_or(snapshot: SnapshotFactory) -> None:
+    """One LICENSE whose preamble offers either of the two texts that follow gives their OR."""
+    text = (
+        "You may use this software under the terms of either of the two licenses below,"
+        " at your option.\n\n" + license_text("MIT") + "\n\n" + license_text("Apache-2.0")
+    )
+    repo, tree = snapshot({"LICENSE": text})
+    info = LicenseResolver(repo).for_root(tree)
+    assert seen(info) == ("MIT OR Apache-2.0", "LICENSE")
+
+
+def test_metadata_decides_when_no_license_file_does(snapshot: SnapshotFactory) -> None:
+    """No license file: pyproject.toml's [project] license is the answer, and the source."""
+    pyproject = '[project]\nname = "fastroute"\nversion = "1.0"\nlicense = "BSD-3-Clause"\n'
+    repo, tree = snapshot({"pyproject.toml": pyproject, "src/fastroute/a.py": CODE})
+    info = LicenseResolver(repo).for_root(tree)
+    assert seen(info) == ("BSD-3-Clause", "pyproject.toml")
+    assert seen(file_license(repo, tree, "src/fastroute/a.py")) == (
+        "BSD-3-Clause",
+        "pyproject.toml",
+    )
+    assert info is not None
+    assert info.confidence == 1.0
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("setup.cfg", "[metadata]\nname = fastroute\nlicense = MIT\n"),
+        ("package.json", '{"name": "fastroute", "license": "MIT"}\n'),
+        ("Cargo.toml", '[package]\nname = "fastroute"\nlicense = "MIT"\n'),
+        ("Cargo.toml", '[workspace.package]\nlicense = "MIT"\n'),
+    ],
+)
+def test_each_metadata_file_is_a_source(snapshot: SnapshotFactory, name: str, content: str) -> None:
+    """setup.cfg, package.json and Cargo.toml (package or workspace) declare licenses too."""
+    repo, tree = snapshot({name: content})
+    assert seen(LicenseResolver(repo).for_root(tree)) == ("MIT", name)
+
+
+def test_metadata_name_that_is_no_spdx_expression_is_ignored(snapshot: SnapshotFactory) -> None:
+    """'Apache 2.0' or 'BSD' in metadata is a name, not an expression: no license."""
+    pyproject = '[project]\nname = "x"\nlicense = {text = "BSD"}\n'
+    repo, tree = snapshot(
+        {"pyproject.toml": pyproject, "setup.cfg": "[metadata]\nlicense = Apache 2.0\n"}
+    )
+    assert LicenseResolver(repo).for_root(tree) is None
+
+
+def test_metadata_refines_the_grant_of_a_gpl_text(snapshot: SnapshotFactory) -> None:
+    """A GPL-3.0 text beside metadata saying GPL-3.0-or-later gives the metadata's answer."""
+    pyproject = '[project]\nname = "x"\nlicense = "GPL-3.0-or-later"\n'
+    repo, tree = snapshot({"COPYING": license_text("GPL-3.0-only"), "pyproject.toml": pyproject})
+    assert seen(LicenseResolver(repo).for_root(tree)) == (
+        "GPL-3.0-or-later",
+        "COPYING, pyproject.toml",
+    )
+
+
+def test_metadata_naming_another_license_does_not_override_the_file(
+    snapshot: SnapshotFactory,
+) -> None:
+    """A license file decides over metadata that names a different license."""
+    pyproject = '[project]\nname = "x"\nlicense = "Apache-2.0"\n'
+    repo, tree = snapshot({"LICENSE": license_text("MIT"), "pyproject.toml": pyproject})
+    assert seen(LicenseResolver(repo).for_root(tree)) == ("MIT", "LICENSE")
+
+
+def test_text_with_an_exception_is_left_to_the_metadata(snapshot: SnapshotFactory) -> None:
+    """A license text followed by an exception is no license alone; metadata names it."""
+    text = (
+        license_text("Apache-2.0")
+        + "\n\n--- Exceptions to the Apache 2.0 License ---\n\n"
+        + (
+            "As an exception, if, as a result of your compiling your source code, portions of this"
+            " Software are embedded into an Object form of such source code, you may redistribute"
+            " such embedded portions in such Object form without complying with the conditions.\n"
+        )
+    )
+    repo, tree = snapshot({"LICENSE": text})
+    assert LicenseResolver(repo).for_root(tree) is None
+    pyproject = '[project]\nname = "x"\nlicense = "Apache-2.0 WITH LLVM-exception"\n'
+    repo, tree = snapshot({"LICENSE": text, "pyproject.toml": pyproject})
+    assert seen(LicenseResolver(repo).for_root(tree)) == (
+        "Apache-2.0 WITH LLVM-exception",
+        "pyproject.toml",
+    )
