@@ -84,7 +84,10 @@ class CodeSearchHit(msgspec.Struct, frozen=True, kw_only=True):
     license: str
     """An SPDX license expression, or `NOASSERTION` when none was required nor found."""
     license_source: str
-    """`spdx-header`, the path of the license file, or `none`."""
+    """`spdx-header`, the path(s) of the license and metadata files, or `none`."""
+    license_confidence: float | None = None
+    """0..1: how sure the license detection is (1.0 for a declaration: an SPDX tag or package
+    metadata); None when no license was found."""
 
 
 class CodeSearchResponse(ResponseEnvelope, frozen=True, kw_only=True):
@@ -153,6 +156,9 @@ class CodeReadResponse(ResponseEnvelope, frozen=True, kw_only=True):
     language: str | None = None
     license: str = ""
     license_source: str = ""
+    license_confidence: float | None = None
+    """0..1: how sure the license detection is (1.0 for a declaration: an SPDX tag or package
+    metadata); None when no license was found."""
     swhid: str | None = None
     symlink_target: str | None = None
     """The link's target as stored; its content is never read through the link."""

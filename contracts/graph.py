@@ -59,6 +59,9 @@ class GraphEntity(msgspec.Struct, frozen=True, kw_only=True):
     snippet: Snippet | None = None
     license: str = ""
     license_source: str = ""
+    license_confidence: float | None = None
+    """0..1: how sure the license detection is (1.0 for a declaration: an SPDX tag or package
+    metadata); None when no license was found."""
     swhid: str | None = None
     """The SWHID of the file's content, qualified with the entity's lines."""
 
@@ -184,6 +187,9 @@ class EntityDetails(msgspec.Struct, frozen=True, kw_only=True):
     metadata: EntityMetadata | None = None
     license: str = ""
     license_source: str = ""
+    license_confidence: float | None = None
+    """0..1: how sure the license detection is (1.0 for a declaration: an SPDX tag or package
+    metadata); None when no license was found."""
     swhid: str | None = None
 
 

@@ -35,3 +35,8 @@ class RepoStatusResponse(ResponseEnvelope, frozen=True, kw_only=True):
     license: str | None = None
     """The SPDX expression of the root license at the head, when one was detected."""
     license_source: str | None = None
+    license_confidence: float | None = None
+    """0..1: how sure the detection of the root license is (1.0 for a declaration: an SPDX
+    tag or package metadata); None when no license was found."""
+    additional_licenses: tuple[str, ...] = ()
+    """Licenses of bundled code the root license files also carry (reported, not applied)."""

@@ -84,7 +84,11 @@ class ResearchArtifact(msgspec.Struct, frozen=True, kw_only=True):
     encoding: str = "utf-8"
     """How the blob's bytes were decoded: `utf-8`, or `latin-1` for text that is not UTF-8."""
     license_source: str
-    """`spdx-header` or the path of the license file the license was read from."""
+    """`spdx-header`, or the path(s) of the license and metadata files the license was read
+    from."""
+    license_confidence: float | None = None
+    """0..1: how sure the license detection is (1.0 for a declaration: an SPDX tag or package
+    metadata); None when no license was found."""
     swhid: str
     """A Software Heritage id with origin, anchor, path and lines qualifiers."""
     signals: Annotated[tuple[str, ...], Meta(max_length=8)] = ()

@@ -243,7 +243,12 @@ def _walk(
 
 
 def _common(size: int, attribution: Attribution) -> dict[str, object]:
-    return {"size": size, "license": attribution.license, "license_source": attribution.source}
+    return {
+        "size": size,
+        "license": attribution.license,
+        "license_source": attribution.source,
+        "license_confidence": attribution.confidence,
+    }
 
 
 def _link(tree: pygit2.Tree, entry: TreeEntry, data: bytes) -> dict[str, object]:

@@ -293,6 +293,7 @@ def _artifact(candidate: _Candidate, excerpt: Excerpt, encoding: str) -> Researc
         path=hit.path,
         license=info.spdx if info else NO_LICENSE,
         license_source=info.source if info else "none",
+        license_confidence=info.confidence if info else None,
         excerpt_span=f"L{excerpt.start}-L{excerpt.end}",
         score=round(candidate.score, 6),
         blob=hit.blob,

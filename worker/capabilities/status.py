@@ -45,4 +45,6 @@ class RepoStatus:
             code_search_indexed=self._stored_index(name, state.head),
             license=state.license,
             license_source=state.license_source,
+            license_confidence=state.license_confidence,
+            additional_licenses=state.additional_licenses,
         )

@@ -37,13 +37,14 @@ class Attribution:
 
     license: str
     source: str
+    confidence: float | None = None
 
     @classmethod
     def of(cls, info: LicenseInfo | None) -> Attribution:
         """The wire form of a resolved license (NOASSERTION / none when there is none)."""
         if info is None:
             return cls(license=NO_LICENSE, source="none")
-        return cls(license=info.spdx, source=info.source)
+        return cls(license=info.spdx, source=info.source, confidence=info.confidence)
 
 
 def pin(catalog: RepoCatalog, repo: str, revision: str | None) -> ResolvedRepo:

@@ -359,7 +359,6 @@ def _mirror(args: argparse.Namespace, cache: Path) -> int:
                         print(f"unregistered {entry.name} again", file=sys.stderr)
                         raise
                     _print_sync(results)
-                    _warn_unlicensed(mirror, entry.name)
             case "sync":
                 outcomes = mirror.sync_each(args.names)
                 _print_sync([o for o in outcomes if not isinstance(o, SyncError)])
@@ -389,16 +388,14 @@ def _mirror(args: argparse.Namespace, cache: Path) -> int:
     return 0
 
 
-def _warn_unlicensed(mirror: Mirror, name: str) -> None:
+def _warn_unlicensed(name: str) -> None:
     """Say so when no license was found: what a request for the repository will get."""
-    state = mirror.layout.read_state(name)
-    if state is not None and state.license is None:
-        print(
-            f"repo-reader: warning: no license detected for {name}: requests for its code are "
-            "LICENSE_UNAVAILABLE unless they accept unlicensed sources "
-            "(--no-require-license; require_license = false on the wire)",
-            file=sys.stderr,
-        )
+    print(
+        f"repo-reader: warning: no license detected for {name}: requests for its code are "
+        "LICENSE_UNAVAILABLE unless they accept unlicensed sources "
+        "(--no-require-license; require_license = false on the wire)",
+        file=sys.stderr,
+    )
 
 
 def _print_progress(name: str, message: str) -> None:
@@ -413,10 +410,13 @@ def _print_sync(results: Sequence[SyncResult]) -> None:
             change = "unchanged "
         else:
             change = f"{r.previous_head[:12]}.."
+        license_ = f"{r.license} ({r.license_source})" if r.license else "none"
         print(
             f"{r.repo}: {change}{r.head[:12]}  objects={r.received_objects}  "
-            f"indexed in {r.index_seconds:.1f}s  total {r.seconds:.1f}s"
+            f"indexed in {r.index_seconds:.1f}s  total {r.seconds:.1f}s  license={license_}"
         )
+        if r.license is None:
+            _warn_unlicensed(r.repo)
 
 
 def _print_list(mirror: Mirror, *, as_json: bool) -> None:
@@ -432,6 +432,8 @@ def _print_list(mirror: Mirror, *, as_json: bool) -> None:
                 "synced_at": state.synced_at.isoformat() if state else None,
                 "indexed": bool(state and state.indexed_commit == state.head),
                 "license": state.license if state else None,
+                "license_source": state.license_source if state else None,
+                "license_confidence": state.license_confidence if state else None,
             }
         )
     if as_json:
@@ -443,7 +445,7 @@ def _print_list(mirror: Mirror, *, as_json: bool) -> None:
         )
     for row in rows:
         head = str(row["head"] or "not synced")[:12]
-        license_ = row["license"] or "-"
+        license_ = row["license"] or ("NO LICENSE" if row["head"] else "-")
         print(
             f"{row['name']!s:<32} {head:<12} {license_!s:<20} "
             f"{row['synced_at'] or '-'}  {row['url']}"

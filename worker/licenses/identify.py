@@ -1,31 +1,23 @@
-"""Recognise license files by name and identify their text with askalono.
+"""Recognise license files by name and identify the license their text is.
 
-The confidence threshold comes from scores measured with pyaskalono 0.2 (Dice
-coefficient over word bigrams, 0..1):
+A text is read with licenseclassifier (a port of Google's licensecheck): it finds every
+license text in a file, with where each starts and ends. The first one is the project's
+own license; the others (a composite file: the project's license followed by those of
+bundled code) are reported as additional. The first license must cover most of the text
+before the next one starts (`MIN_COVERAGE`): a file that only mentions a license, or holds
+a truncated or edited one, is no license. A preamble that offers a choice ("either",
+"dual-licensed", "at your option") before several license texts makes them an `OR`.
 
-- full standard texts: MIT, BSD-3-Clause, Apache-2.0, MPL-2.0 and CC0-1.0 score 1.000;
-  GPL-3.0 0.998, LGPL-2.1 0.999, GPL-2.0 0.988, BSD-3-Clause in the 4.4BSD wording
-  0.958, ISC 0.955 (SPDX's template says "ISC" where most files say "the author");
-- the LICENSE files of the ~90 packages installed here that hold one license, with
-  their own copyright lines, a preamble sentence, markdown or reflowed paragraphs:
-  0.915 to 1.000, except typing_extensions' (the Python license stack after a page of
-  history: 0.846);
-- garbage: READMEs, source files, random words, shuffled license texts and one-line
-  notes such as "see the website": at most 0.569, and that maximum is a source file
-  carrying an MPL notice (a README quoting the GPL: 0.526; "Licensed under the MIT
-  license": 0.400);
-- composite files (one license plus the texts of bundled third-party code): 0.10 to
-  0.88, with the best match often naming the bundled license (numpy's LICENSE.txt comes
-  out as GPL-3.0-only at 0.876, mypy's as Python-2.0.1 at 0.873).
+Texts licenseclassifier does not know (its patterns allow little rewording) are given to
+askalono, whose score must reach `IDENTIFY_THRESHOLD`. Its scores, measured with pyaskalono
+0.2 (Dice coefficient over word bigrams, 0..1): full standard texts 0.95-1.0; the LICENSE
+files of ~90 installed packages holding one license 0.915-1.0; READMEs, source files,
+random or shuffled words and one-line notes at most 0.569; composite files 0.10-0.88,
+often naming a bundled license. Below 0.9, no license: for a license filter a missing
+license (an explicit LICENSE_UNAVAILABLE) is safer than a wrong one.
 
-`IDENTIFY_THRESHOLD` = 0.9. Anything from 0.6 to 0.9 separates the standard texts from
-the garbage; 0.9 also refuses the composite files, whose best match names the wrong
-license. For a license filter a missing license (an explicit LICENSE_UNAVAILABLE) is
-safer than a wrong one.
-
-Known gaps: the LGPL-3.0 text alone scores 0.30 (SPDX's template includes the GPL-3.0
-text it amends), so a COPYING.LESSER is not identified; a GPL text is reported as
-`-only`, since the "or any later version" grant is not in the license text itself.
+A GNU license text does not say whether later versions are granted (the project's notices
+do), so it is reported as `-only`, the reading that is never wrong to comply with.
 """
 
 from __future__ import annotations
@@ -33,12 +25,20 @@ from __future__ import annotations
 import re
 
 import askalono
+import msgspec
 import structlog
+from licenseclassifier import identify_license as licensecheck_regions
+
+from worker.licenses.expressions import license_family, normalise_expression
+from worker.licenses.statements import CHOICE
 
 log = structlog.get_logger(__name__)
 
 IDENTIFY_THRESHOLD = 0.9
 """The lowest askalono score accepted as an identification (see the module docstring)."""
+MIN_COVERAGE = 0.6
+"""The share of the words before the next license (or the end) that the first license text
+must cover: a title, a copyright line or a sentence saying what follows may be around it."""
 MAX_LICENSE_FILE_BYTES = 256 * 1024
 """A larger "license file" is a bundle of notices, not one license; it is not read."""
 
@@ -57,6 +57,22 @@ _APACHE_SECTION_6 = "reasonable and customary use in describing the origin of th
 _PIXAR_SECTION_6 = "except as required to comply with section 4(c)"
 
 
+_WORD = re.compile(r"\w+")
+_EXCEPTION = re.compile(r"\bexceptions?\b", re.IGNORECASE)
+
+
+class TextLicense(msgspec.Struct, frozen=True, kw_only=True):
+    """The license a text is, how sure the identification is, and what else it carries."""
+
+    spdx: str
+    """An SPDX expression: the project's license (an `OR` when the text offers a choice)."""
+    confidence: float
+    """0..1: the share of the text around the license that the license text covers (a
+    declaration such as an SPDX tag: 1.0; askalono's fallback: its score)."""
+    additional: tuple[str, ...] = ()
+    """Other licenses found after the project's own (bundled code), first seen first."""
+
+
 def is_license_file_name(name: str) -> bool:
     """Tell whether a file name is one of LICENSE, LICENCE, COPYING, UNLICENSE (any case, suffix).
 
@@ -67,15 +83,63 @@ def is_license_file_name(name: str) -> bool:
 
 
 def identify_license_text(text: str) -> str | None:
-    """Return the SPDX id of the license `text` is, or None when no license matches confidently."""
-    match = best_license_match(text)
+    """Return the SPDX expression of the license `text` is, or None when none is sure."""
+    found = identify_license(text)
+    return found.spdx if found is not None else None
+
+
+def identify_license(text: str) -> TextLicense | None:
+    """Identify the license `text` is (see the module docstring), or None when none is sure."""
+    normalised = text.replace("\r\n", "\n").replace("\r", "\n")
+    if not normalised.strip():
+        return None
+    regions = [
+        (spdx, region.start, region.end)
+        for region in licensecheck_regions(normalised, coverage_threshold=0.0)
+        if (spdx := normalise_expression(region.id)) is not None
+    ]
+    if regions:
+        return _from_regions(normalised, regions)
+    match = best_license_match(normalised)
     if match is None:
         return None
     name, score = match
-    if score < IDENTIFY_THRESHOLD:
+    spdx = normalise_expression(name)
+    if score < IDENTIFY_THRESHOLD or spdx is None:
         log.debug("license_text_unidentified", best_guess=name, score=round(score, 4))
         return None
-    return name
+    return TextLicense(spdx=spdx, confidence=round(score, 3))
+
+
+def _from_regions(text: str, regions: list[tuple[str, int, int]]) -> TextLicense | None:
+    """The project license from licenseclassifier's regions (SPDX id, start, end), or None
+    when they do not decide."""
+    first, start, end = regions[0]
+    segment_end = regions[1][1] if len(regions) > 1 else len(text)
+    covered = _words(text, start, end)
+    coverage = covered / max(covered, _words(text, 0, segment_end))
+    if coverage < MIN_COVERAGE:
+        log.debug("license_text_uncovered", best_guess=first, coverage=round(coverage, 3))
+        return None
+    if _EXCEPTION.search(text[:start]) or _EXCEPTION.search(text[end:segment_end]):
+        # "As a special exception ..." beside the text: the license with an exception the
+        # text alone cannot name; the project's metadata or an SPDX tag may.
+        log.debug("license_text_with_exception", best_guess=first)
+        return None
+    later: list[str] = []
+    for spdx, _, _ in regions[1:]:
+        # A GNU text carries a sample "or any later version" notice: the same license again.
+        if license_family(spdx) != license_family(first) and spdx not in later:
+            later.append(spdx)
+    if later and CHOICE.search(text[:start]):
+        choice = " OR ".join([first, *later])
+        spdx = normalise_expression(choice) or choice
+        return TextLicense(spdx=spdx, confidence=round(coverage, 3))
+    return TextLicense(spdx=first, confidence=round(coverage, 3), additional=tuple(later))
+
+
+def _words(text: str, start: int, end: int) -> int:
+    return sum(1 for _ in _WORD.finditer(text, start, end))
 
 
 def best_license_match(text: str) -> tuple[str, float] | None:

@@ -74,6 +74,10 @@ class SyncResult:
     """Building and publishing the head's entity graph, after its index."""
     history_seconds: float = 0.0
     """Recording the commits not recorded before (messages, changed files)."""
+    license: str | None = None
+    """The root license detected at the head; None when none was (requests that require a
+    license refuse the repository's code)."""
+    license_source: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -228,6 +232,8 @@ class Mirror:
                     indexed_commit=head,
                     license=root_license.spdx if root_license else None,
                     license_source=root_license.source if root_license else None,
+                    license_confidence=root_license.confidence if root_license else None,
+                    additional_licenses=root_license.additional if root_license else (),
                 )
             )
         result = SyncResult(
@@ -240,8 +246,12 @@ class Mirror:
             index_workers=timings.workers,
             graph_seconds=timings.graph_seconds,
             history_seconds=history_seconds,
+            license=root_license.spdx if root_license else None,
+            license_source=root_license.source if root_license else None,
         )
         log.info("mirror.synced", **dataclasses.asdict(result))
+        if root_license is None:
+            log.warning("mirror.no_license", repo=entry.name, head=head)
         return result
 
     def _record_history(self, entry: RepoEntry, repo: pygit2.Repository) -> float:

@@ -23,6 +23,7 @@ import structlog
 
 from worker.config import Config, RepoEntry, load_config
 from worker.errors import ConfigError, RepoNotFound
+from worker.licenses.identify import TextLicense
 from worker.repos.layout import CacheLayout, MirrorState, trust_configured_repositories
 from worker.repos.registry import lookup_repo, not_mirrored, unknown_revision
 
@@ -38,7 +39,7 @@ class ResolvedRepo:
     commit: str
     ref: str
     state: MirrorState
-    licenses: Mapping[str, str | None] = field(default_factory=dict)
+    licenses: Mapping[str, TextLicense | None] = field(default_factory=dict)
     """The license files the mirror identified in the published head, by blob id (see
     `worker.licenses.LicenseResolver`)."""
 
@@ -75,7 +76,7 @@ class RepoCatalog:
         self.layout = layout
         # A pygit2.Repository must not be shared between threads.
         self._local = threading.local()
-        self._licenses: dict[str, tuple[str, Mapping[str, str | None]]] = {}
+        self._licenses: dict[str, tuple[str, Mapping[str, TextLicense | None]]] = {}
         self._licenses_lock = threading.Lock()
 
     @property
@@ -120,7 +121,9 @@ class RepoCatalog:
             raise not_mirrored(name)
         return state
 
-    def identified_licenses(self, name: str, state: MirrorState) -> Mapping[str, str | None]:
+    def identified_licenses(
+        self, name: str, state: MirrorState
+    ) -> Mapping[str, TextLicense | None]:
         """The license files the mirror identified when it published `state`, by blob id.
 
         Read once per published head; empty when the mirror wrote none.
@@ -130,7 +133,7 @@ class RepoCatalog:
             if cached is not None and cached[0] == state.head:
                 return cached[1]
         found = self.layout.read_licenses(name)
-        texts: Mapping[str, str | None] = found.texts if found is not None else {}
+        texts: Mapping[str, TextLicense | None] = found.texts if found is not None else {}
         with self._licenses_lock:
             self._licenses[name] = (state.head, texts)
         return texts

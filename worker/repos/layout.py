@@ -25,6 +25,8 @@ import msgspec
 import pygit2
 import structlog
 
+from worker.licenses.identify import TextLicense
+
 log = structlog.get_logger(__name__)
 
 
@@ -43,15 +45,21 @@ class MirrorState(msgspec.Struct, frozen=True, kw_only=True):
     license: str | None = None
     """The SPDX expression of the root license at `head`, when one was detected."""
     license_source: str | None = None
+    license_confidence: float | None = None
+    """How sure the identification of the root license is (see `LicenseInfo.confidence`)."""
+    additional_licenses: tuple[str, ...] = ()
+    """Licenses of bundled code the root license files also carry."""
 
 
 class IdentifiedLicenses(msgspec.Struct, frozen=True, kw_only=True):
     """The license files of one commit's tree, identified by the mirror."""
 
     commit: str
-    texts: dict[str, str | None]
-    """Blob id -> the SPDX id its text was identified as; None when it is no license the
-    identifier recognises. Keyed by content, so an answer holds in any commit."""
+    texts: dict[str, TextLicense | None]
+    """Blob id -> the license its text was identified as; None when it is no license the
+    identifier recognises. Keyed by content, so an answer holds in any commit (a file
+    written by an older version, with bare SPDX ids, does not decode: it is identified
+    again)."""
 
 
 _state_decoder = msgspec.json.Decoder(MirrorState)

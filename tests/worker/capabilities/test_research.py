@@ -29,6 +29,7 @@ from worker.errors import (
     RevisionNotFound,
     Timeout,
 )
+from worker.licenses.identify import TextLicense
 from worker.repos.layout import IdentifiedLicenses
 
 
@@ -163,12 +164,14 @@ def test_licenses_come_from_the_mirrors_identifications(sample: MirroredCache) -
     assert published is not None
     (license_id,) = published.texts
     # An answer no identification of the MIT text gives: only the mirror's table says it.
+    mirrored = {license_id: TextLicense(spdx="0BSD", confidence=0.9)}
     layout.write_licenses(
-        "acme/sample", IdentifiedLicenses(commit=published.commit, texts={license_id: "0BSD"})
+        "acme/sample", IdentifiedLicenses(commit=published.commit, texts=mirrored)
     )
     answer = ask(research(sample), "how are URL paths mapped to handler functions")
     assert answer.resolved[0].license == "0BSD"
     assert {a.license for a in answer.artifacts} == {"0BSD"}
+    assert {a.license_confidence for a in answer.artifacts} == {0.9}
     layout.licenses_file("acme/sample").write_bytes(b"not json")
     answer = ask(research(sample), "how are URL paths mapped to handler functions")
     assert answer.resolved[0].license == "MIT"

@@ -30,7 +30,7 @@ def run(
 
 
 def test_mirror_add_sync_and_list(tmp_path: Path, make_source: SourceFactory) -> None:
-    """mirror add clones with progress on stderr; list shows the head and license."""
+    """mirror add clones with progress on stderr; sync and list show the head and license."""
     source, head = make_source("sample")
     cache = tmp_path / "cache"
     added = run("--cache", str(cache), "mirror", "add", "acme/sample", "--url", str(source))
@@ -46,14 +46,18 @@ def test_mirror_add_sync_and_list(tmp_path: Path, make_source: SourceFactory) ->
         "MIT",
         True,
     )
+    assert 0 < row["license_confidence"] <= 1
     again = run("--cache", str(cache), "mirror", "sync")
     assert f"acme/sample: unchanged {head[:12]}" in again.stdout
+    assert "license=MIT (LICENSE)" in again.stdout
+    table = run("--cache", str(cache), "mirror", "list")
+    assert "MIT" in table.stdout
 
 
 def test_mirror_is_an_operators_tool(tmp_path: Path, make_source: SourceFactory) -> None:
     """A missing path registers nothing (2); a failed first sync is unregistered again; sync
     goes on past a broken repository (4, each reported); remove unregisters; no license is
-    warned about."""
+    warned about on every sync and shown by list."""
     cache = tmp_path / "cache"
     missing = run("--cache", str(cache), "mirror", "add", "acme/x", "--url", str(tmp_path / "no"))
     assert missing.returncode == 2
@@ -74,6 +78,10 @@ def test_mirror_is_an_operators_tool(tmp_path: Path, make_source: SourceFactory)
     synced = run("--cache", str(cache), "mirror", "sync")
     assert synced.returncode == 4
     assert f"acme/bare: unchanged {head[:12]}" in synced.stdout
+    assert "license=none" in synced.stdout
+    assert "no license detected for acme/bare" in synced.stderr
+    table = run("--cache", str(cache), "mirror", "list")
+    assert "NO LICENSE" in table.stdout
     assert "sync failed: acme/gone" in synced.stderr
     assert (cache / "repos" / "acme" / "bare.git").is_dir()
     removed = run("--cache", str(cache), "mirror", "remove", "acme/bare")

@@ -11,6 +11,7 @@ from tests.support.gitrepos import Symlink
 from tests.worker.licenses.conftest import SnapshotFactory, license_text
 from worker.errors import NotFound
 from worker.licenses import LicenseCache, LicenseInfo, LicenseResolver
+from worker.licenses.identify import TextLicense
 from worker.licenses.resolver import MAX_LICENSE_FILES_PER_DIRECTORY
 
 GARBAGE = "This project's license is on our website. Please see https://example.com/legal.\n"
@@ -22,6 +23,11 @@ def file_license(repo: pygit2.Repository, tree: pygit2.Tree, path: str) -> Licen
     blob = tree / path
     assert isinstance(blob, pygit2.Blob)
     return LicenseResolver(repo).for_file(tree, path, str(blob.id), blob.data)
+
+
+def seen(info: LicenseInfo | None) -> tuple[str, str] | None:
+    """The license and its source, as a test compares them (confidence is checked apart)."""
+    return None if info is None else (info.spdx, info.source)
 
 
 @pytest.mark.parametrize(
@@ -38,17 +44,15 @@ def file_license(repo: pygit2.Repository, tree: pygit2.Tree, path: str) -> Licen
 def test_header_wins_over_root_license(snapshot: SnapshotFactory, name: str, header: str) -> None:
     """A file's SPDX header decides its license even under an MIT root LICENSE."""
     repo, tree = snapshot({"LICENSE": license_text("MIT"), f"src/{name}": header + "x\n"})
-    assert file_license(repo, tree, f"src/{name}") == LicenseInfo(
-        spdx="Apache-2.0", source="spdx-header"
-    )
+    assert seen(file_license(repo, tree, f"src/{name}")) == ("Apache-2.0", "spdx-header")
 
 
 def test_root_license_file(snapshot: SnapshotFactory) -> None:
     """Without a header, a file takes the root LICENSE, and so does the repository."""
     repo, tree = snapshot({"LICENSE": license_text("MIT"), "pkg/deep/er/mod.py": CODE})
-    expected = LicenseInfo(spdx="MIT", source="LICENSE")
-    assert file_license(repo, tree, "pkg/deep/er/mod.py") == expected
-    assert LicenseResolver(repo).for_root(tree) == expected
+    expected = ("MIT", "LICENSE")
+    assert seen(file_license(repo, tree, "pkg/deep/er/mod.py")) == expected
+    assert seen(LicenseResolver(repo).for_root(tree)) == expected
 
 
 def test_nested_license_overrides_root(snapshot: SnapshotFactory) -> None:
@@ -63,13 +67,13 @@ def test_nested_license_overrides_root(snapshot: SnapshotFactory) -> None:
             "src/main.c": CODE,
         }
     )
-    gpl = LicenseInfo(spdx="GPL-3.0-only", source="vendor/x/COPYING")
-    mit = LicenseInfo(spdx="MIT", source="LICENSE")
-    assert file_license(repo, tree, "vendor/x/lib/a.c") == gpl
-    assert file_license(repo, tree, "vendor/x/b.c") == gpl
-    assert file_license(repo, tree, "vendor/y/c.c") == mit
-    assert file_license(repo, tree, "src/main.c") == mit
-    assert LicenseResolver(repo).for_root(tree) == mit
+    gpl = ("GPL-3.0-only", "vendor/x/COPYING")
+    mit = ("MIT", "LICENSE")
+    assert seen(file_license(repo, tree, "vendor/x/lib/a.c")) == gpl
+    assert seen(file_license(repo, tree, "vendor/x/b.c")) == gpl
+    assert seen(file_license(repo, tree, "vendor/y/c.c")) == mit
+    assert seen(file_license(repo, tree, "src/main.c")) == mit
+    assert seen(LicenseResolver(repo).for_root(tree)) == mit
 
 
 def test_no_license_anywhere(snapshot: SnapshotFactory) -> None:
@@ -84,9 +88,7 @@ def test_garbage_license_falls_further_up(snapshot: SnapshotFactory) -> None:
     repo, tree = snapshot(
         {"LICENSE.md": license_text("BSD-3-Clause"), "lib/LICENSE": GARBAGE, "lib/a.py": CODE}
     )
-    assert file_license(repo, tree, "lib/a.py") == LicenseInfo(
-        spdx="BSD-3-Clause", source="LICENSE.md"
-    )
+    assert seen(file_license(repo, tree, "lib/a.py")) == ("BSD-3-Clause", "LICENSE.md")
 
 
 def test_garbage_root_license_is_no_license(snapshot: SnapshotFactory) -> None:
@@ -101,9 +103,7 @@ def test_dual_license_header(snapshot: SnapshotFactory) -> None:
     repo, tree = snapshot(
         {"LICENSE": license_text("ISC"), "a.rs": "// SPDX-License-Identifier: MIT OR Apache-2.0\n"}
     )
-    assert file_license(repo, tree, "a.rs") == LicenseInfo(
-        spdx="MIT OR Apache-2.0", source="spdx-header"
-    )
+    assert seen(file_license(repo, tree, "a.rs")) == ("MIT OR Apache-2.0", "spdx-header")
 
 
 def test_two_license_files_combine_with_and(snapshot: SnapshotFactory) -> None:
@@ -115,9 +115,9 @@ def test_two_license_files_combine_with_and(snapshot: SnapshotFactory) -> None:
             "crates/core/lib.rs": CODE,
         }
     )
-    expected = LicenseInfo(spdx="Apache-2.0 AND MIT", source="LICENSE-APACHE, LICENSE-MIT")
-    assert LicenseResolver(repo).for_root(tree) == expected
-    assert file_license(repo, tree, "crates/core/lib.rs") == expected
+    expected = ("Apache-2.0 AND MIT", "LICENSE-APACHE, LICENSE-MIT")
+    assert seen(LicenseResolver(repo).for_root(tree)) == expected
+    assert seen(file_license(repo, tree, "crates/core/lib.rs")) == expected
 
 
 def test_license_file_declaring_its_spdx_id(snapshot: SnapshotFactory) -> None:
@@ -129,9 +129,9 @@ def test_license_file_declaring_its_spdx_id(snapshot: SnapshotFactory) -> None:
         "according with:\n\n\tLICENSES/preferred/GPL-2.0\n"
     )
     repo, tree = snapshot({"COPYING": copying, "kernel/fork.c": CODE})
-    expected = LicenseInfo(spdx="GPL-2.0 WITH Linux-syscall-note", source="COPYING")
-    assert LicenseResolver(repo).for_root(tree) == expected
-    assert file_license(repo, tree, "kernel/fork.c") == expected
+    expected = ("GPL-2.0 WITH Linux-syscall-note", "COPYING")
+    assert seen(LicenseResolver(repo).for_root(tree)) == expected
+    assert seen(file_license(repo, tree, "kernel/fork.c")) == expected
 
 
 def test_combined_choices_keep_their_parentheses(snapshot: SnapshotFactory) -> None:
@@ -152,9 +152,7 @@ def test_same_license_twice_is_one_license(snapshot: SnapshotFactory) -> None:
     repo, tree = snapshot(
         {"sub/LICENSE": license_text("MPL-2.0"), "sub/COPYING": license_text("MPL-2.0")}
     )
-    assert file_license(repo, tree, "sub/COPYING") == LicenseInfo(
-        spdx="MPL-2.0", source="sub/COPYING, sub/LICENSE"
-    )
+    assert seen(file_license(repo, tree, "sub/COPYING")) == ("MPL-2.0", "sub/COPYING, sub/LICENSE")
 
 
 @pytest.mark.parametrize(
@@ -177,13 +175,13 @@ def test_latin1_license_file(snapshot: SnapshotFactory) -> None:
     """A Latin-1 encoded license file is still identified."""
     text = license_text("MIT").replace("Example Author", "Société Générale")
     repo, tree = snapshot({"LICENCE": text.encode("latin-1")})
-    assert LicenseResolver(repo).for_root(tree) == LicenseInfo(spdx="MIT", source="LICENCE")
+    assert seen(LicenseResolver(repo).for_root(tree)) == ("MIT", "LICENCE")
 
 
 def test_binary_file_with_header_bytes(snapshot: SnapshotFactory) -> None:
     """A binary file is searched like any other and falls back to the license file."""
     repo, tree = snapshot({"LICENSE": license_text("MIT"), "img.png": b"\x89PNG\x00\x00" * 100})
-    assert file_license(repo, tree, "img.png") == LicenseInfo(spdx="MIT", source="LICENSE")
+    assert seen(file_license(repo, tree, "img.png")) == ("MIT", "LICENSE")
 
 
 def test_symlinked_license_and_license_directory_are_ignored(snapshot: SnapshotFactory) -> None:
@@ -196,7 +194,7 @@ def test_symlinked_license_and_license_directory_are_ignored(snapshot: SnapshotF
             "sub/a.c": CODE,
         }
     )
-    assert file_license(repo, tree, "sub/a.c") == LicenseInfo(spdx="GPL-3.0-only", source="COPYING")
+    assert seen(file_license(repo, tree, "sub/a.c")) == ("GPL-3.0-only", "COPYING")
 
 
 def test_submodule_entry_does_not_crash(snapshot: SnapshotFactory) -> None:
@@ -206,7 +204,7 @@ def test_submodule_entry_does_not_crash(snapshot: SnapshotFactory) -> None:
     builder.insert("COPYING", pygit2.Oid(hex="1" * 40), pygit2.enums.FileMode.COMMIT)
     tree = repo[builder.write()]
     assert isinstance(tree, pygit2.Tree)
-    assert LicenseResolver(repo).for_root(tree) == LicenseInfo(spdx="MIT", source="LICENSE")
+    assert seen(LicenseResolver(repo).for_root(tree)) == ("MIT", "LICENSE")
 
 
 def test_path_outside_the_tree(snapshot: SnapshotFactory) -> None:
@@ -294,8 +292,10 @@ def test_identified_texts_are_taken_as_given(snapshot: SnapshotFactory) -> None:
     """A text the mirror identified is not identified again: its recorded answer stands."""
     repo, tree = snapshot({"LICENSE": license_text("MIT"), "a.py": CODE})
     license_id = str((tree / "LICENSE").id)
-    resolver = LicenseResolver(repo, identified={license_id: "0BSD"})
-    assert resolver.for_root(tree) == LicenseInfo(spdx="0BSD", source="LICENSE")
+    resolver = LicenseResolver(
+        repo, identified={license_id: TextLicense(spdx="0BSD", confidence=0.95)}
+    )
+    assert seen(resolver.for_root(tree)) == ("0BSD", "LICENSE")
     assert LicenseResolver(repo, identified={license_id: None}).for_root(tree) is None
 
 
@@ -311,7 +311,7 @@ def test_identify_license_files_covers_every_directory(snapshot: SnapshotFactory
         }
     )
     found = LicenseResolver(repo).identify_license_files(tree)
-    assert found == {
+    assert {blob: text.spdx if text else None for blob, text in found.items()} == {
         str((tree / "LICENSE").id): "MIT",
         str((tree / "vendor/x/COPYING").id): "GPL-3.0-only",
         str((tree / "vendor/x/lib/LICENSE.txt").id): None,
@@ -325,6 +325,168 @@ def test_identify_license_files_reads_what_a_lookup_reads(snapshot: SnapshotFact
     }
     repo, tree = snapshot(files)
     ids = {name: str((tree / name).id) for name in files}
-    known = dict.fromkeys(ids.values(), "MIT")
+    known = dict.fromkeys(ids.values(), TextLicense(spdx="MIT", confidence=1.0))
     found = LicenseResolver(repo, identified=known).identify_license_files(tree)
     assert set(found) == {ids[name] for name in sorted(files)[:MAX_LICENSE_FILES_PER_DIRECTORY]}
+
+
+def test_composite_file_gives_the_first_license_and_reports_the_bundled(
+    snapshot: SnapshotFactory,
+) -> None:
+    """A LICENSE holding the project's BSD text then bundled MIT code's gives BSD-3-Clause."""
+    composite = (
+        license_text("BSD-3-Clause")
+        + "\n\n"
+        + "-" * 72
+        + "\n\nThe bundled tabulate module is under the following license:\n\n"
+        + license_text("MIT")
+    )
+    repo, tree = snapshot({"LICENSE": composite, "pkg/a.py": CODE})
+    info = LicenseResolver(repo).for_root(tree)
+    assert info is not None
+    assert (info.spdx, info.source, info.additional) == ("BSD-3-Clause", "LICENSE", ("MIT",))
+    assert 0.9 <= info.confidence <= 1.0
+
+
+def test_two_license_files_and_metadata_give_its_choice(snapshot: SnapshotFactory) -> None:
+    """LICENSE-MIT, LICENSE-APACHE and Cargo.toml's "MIT OR Apache-2.0" give that OR."""
+    cargo = '[package]\nname = "fastroute"\nversion = "0.1.0"\nlicense = "MIT OR Apache-2.0"\n'
+    repo, tree = snapshot(
+        {
+            "LICENSE-MIT": license_text("MIT"),
+            "LICENSE-APACHE": license_text("Apache-2.0"),
+            "Cargo.toml": cargo,
+            "src/lib.rs": CODE,
+        }
+    )
+    assert seen(LicenseResolver(repo).for_root(tree)) == (
+        "MIT OR Apache-2.0",
+        "LICENSE-APACHE, LICENSE-MIT, Cargo.toml",
+    )
+
+
+def test_two_license_files_and_a_readme_choice_give_or(snapshot: SnapshotFactory) -> None:
+    """Without metadata, a README saying "either of ... at your option" makes the files an OR."""
+    readme = (
+        "# fastroute\n\n## License\n\nLicensed under either of\n\n * Apache License, Version"
+        " 2.0\n * MIT license\n\nat your option.\n"
+    )
+    repo, tree = snapshot(
+        {
+            "LICENSE-MIT": license_text("MIT"),
+            "LICENSE-APACHE": license_text("Apache-2.0"),
+            "README.md": readme,
+        }
+    )
+    assert seen(LicenseResolver(repo).for_root(tree)) == (
+        "Apache-2.0 OR MIT",
+        "LICENSE-APACHE, LICENSE-MIT, README.md",
+    )
+
+
+def test_a_statement_file_offering_either_license_gives_or(snapshot: SnapshotFactory) -> None:
+    """A COPYING saying the project may be used under either license makes the files an OR."""
+    statement = (
+        "This project is dual-licensed under the ISC and MIT licenses.\n\n"
+        "You may use this code under the terms of either license.\n"
+    )
+    repo, tree = snapshot(
+        {
+            "COPYING": statement,
+            "LICENSE-MIT": license_text("MIT"),
+            "LICENSE-ISC": license_text("ISC"),
+        }
+    )
+    assert seen(LicenseResolver(repo).for_root(tree)) == (
+        "ISC OR MIT",
+        "LICENSE-ISC, LICENSE-MIT, COPYING",
+    )
+
+
+def test_one_file_offering_either_of_its_licenses_gives_or(snapshot: SnapshotFactory) -> None:
+    """One LICENSE whose preamble offers either of the two texts that follow gives their OR."""
+    text = (
+        "You may use this software under the terms of either of the two licenses below,"
+        " at your option.\n\n" + license_text("MIT") + "\n\n" + license_text("Apache-2.0")
+    )
+    repo, tree = snapshot({"LICENSE": text})
+    info = LicenseResolver(repo).for_root(tree)
+    assert seen(info) == ("MIT OR Apache-2.0", "LICENSE")
+
+
+def test_metadata_decides_when_no_license_file_does(snapshot: SnapshotFactory) -> None:
+    """No license file: pyproject.toml's [project] license is the answer, and the source."""
+    pyproject = '[project]\nname = "fastroute"\nversion = "1.0"\nlicense = "BSD-3-Clause"\n'
+    repo, tree = snapshot({"pyproject.toml": pyproject, "src/fastroute/a.py": CODE})
+    info = LicenseResolver(repo).for_root(tree)
+    assert seen(info) == ("BSD-3-Clause", "pyproject.toml")
+    assert seen(file_license(repo, tree, "src/fastroute/a.py")) == (
+        "BSD-3-Clause",
+        "pyproject.toml",
+    )
+    assert info is not None
+    assert info.confidence == 1.0
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("setup.cfg", "[metadata]\nname = fastroute\nlicense = MIT\n"),
+        ("package.json", '{"name": "fastroute", "license": "MIT"}\n'),
+        ("Cargo.toml", '[package]\nname = "fastroute"\nlicense = "MIT"\n'),
+        ("Cargo.toml", '[workspace.package]\nlicense = "MIT"\n'),
+    ],
+)
+def test_each_metadata_file_is_a_source(snapshot: SnapshotFactory, name: str, content: str) -> None:
+    """setup.cfg, package.json and Cargo.toml (package or workspace) declare licenses too."""
+    repo, tree = snapshot({name: content})
+    assert seen(LicenseResolver(repo).for_root(tree)) == ("MIT", name)
+
+
+def test_metadata_name_that_is_no_spdx_expression_is_ignored(snapshot: SnapshotFactory) -> None:
+    """'Apache 2.0' or 'BSD' in metadata is a name, not an expression: no license."""
+    pyproject = '[project]\nname = "x"\nlicense = {text = "BSD"}\n'
+    repo, tree = snapshot(
+        {"pyproject.toml": pyproject, "setup.cfg": "[metadata]\nlicense = Apache 2.0\n"}
+    )
+    assert LicenseResolver(repo).for_root(tree) is None
+
+
+def test_metadata_refines_the_grant_of_a_gpl_text(snapshot: SnapshotFactory) -> None:
+    """A GPL-3.0 text beside metadata saying GPL-3.0-or-later gives the metadata's answer."""
+    pyproject = '[project]\nname = "x"\nlicense = "GPL-3.0-or-later"\n'
+    repo, tree = snapshot({"COPYING": license_text("GPL-3.0-only"), "pyproject.toml": pyproject})
+    assert seen(LicenseResolver(repo).for_root(tree)) == (
+        "GPL-3.0-or-later",
+        "COPYING, pyproject.toml",
+    )
+
+
+def test_metadata_naming_another_license_does_not_override_the_file(
+    snapshot: SnapshotFactory,
+) -> None:
+    """A license file decides over metadata that names a different license."""
+    pyproject = '[project]\nname = "x"\nlicense = "Apache-2.0"\n'
+    repo, tree = snapshot({"LICENSE": license_text("MIT"), "pyproject.toml": pyproject})
+    assert seen(LicenseResolver(repo).for_root(tree)) == ("MIT", "LICENSE")
+
+
+def test_text_with_an_exception_is_left_to_the_metadata(snapshot: SnapshotFactory) -> None:
+    """A license text followed by an exception is no license alone; metadata names it."""
+    text = (
+        license_text("Apache-2.0")
+        + "\n\n--- Exceptions to the Apache 2.0 License ---\n\n"
+        + (
+            "As an exception, if, as a result of your compiling your source code, portions of this"
+            " Software are embedded into an Object form of such source code, you may redistribute"
+            " such embedded portions in such Object form without complying with the conditions.\n"
+        )
+    )
+    repo, tree = snapshot({"LICENSE": text})
+    assert LicenseResolver(repo).for_root(tree) is None
+    pyproject = '[project]\nname = "x"\nlicense = "Apache-2.0 WITH LLVM-exception"\n'
+    repo, tree = snapshot({"LICENSE": text, "pyproject.toml": pyproject})
+    assert seen(LicenseResolver(repo).for_root(tree)) == (
+        "Apache-2.0 WITH LLVM-exception",
+        "pyproject.toml",
+    )

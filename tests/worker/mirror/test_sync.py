@@ -14,6 +14,7 @@ from tests.worker.licenses.conftest import license_text
 from worker.config import ConfigError
 from worker.index.store.graph_tables import read_graph
 from worker.index.store.history import current_generation, read_records
+from worker.licenses.identify import TextLicense
 from worker.mirror.sync import Mirror, SyncError, SyncResult
 from worker.repos.catalog import RepoCatalog
 from worker.repos.layout import CacheLayout, IdentifiedLicenses
@@ -154,13 +155,12 @@ def test_sync_publishes_identified_license_files(tmp_path: Path) -> None:
     _, result = synced_mirror(tmp_path)
     tree = source[result.head].peel(pygit2.Tree)
     licenses = CacheLayout(tmp_path / "cache").read_licenses("acme/tool")
-    assert licenses == IdentifiedLicenses(
-        commit=result.head,
-        texts={
-            str((tree / "LICENSE").id): "MIT",
-            str((tree / "vendor/lib/COPYING").id): "GPL-3.0-only",
-        },
-    )
+    assert licenses is not None
+    assert licenses.commit == result.head
+    assert {blob: text.spdx if text else None for blob, text in licenses.texts.items()} == {
+        str((tree / "LICENSE").id): "MIT",
+        str((tree / "vendor/lib/COPYING").id): "GPL-3.0-only",
+    }
 
 
 def test_resync_reuses_identified_license_files(tmp_path: Path) -> None:
@@ -170,17 +170,14 @@ def test_resync_reuses_identified_license_files(tmp_path: Path) -> None:
     layout = CacheLayout(tmp_path / "cache")
     license_id = str((source[first.head].peel(pygit2.Tree) / "LICENSE").id)
     # An answer no identification of the MIT text gives: it can only have been reused.
-    layout.write_licenses(
-        "acme/tool", IdentifiedLicenses(commit=first.head, texts={license_id: "0BSD"})
-    )
+    reused = {license_id: TextLicense(spdx="0BSD", confidence=0.9)}
+    layout.write_licenses("acme/tool", IdentifiedLicenses(commit=first.head, texts=reused))
     newer = commit(source, {"sample/third.py": "x = 3\n"}, message="third")
     mirror.sync(["acme/tool"])
     state = layout.read_state("acme/tool")
     assert state is not None
-    assert (state.head, state.license) == (newer, "0BSD")
-    assert layout.read_licenses("acme/tool") == IdentifiedLicenses(
-        commit=newer, texts={license_id: "0BSD"}
-    )
+    assert (state.head, state.license, state.license_confidence) == (newer, "0BSD", 0.9)
+    assert layout.read_licenses("acme/tool") == IdentifiedLicenses(commit=newer, texts=reused)
 
 
 def test_unreadable_license_file_is_identified_again(tmp_path: Path) -> None:
@@ -192,9 +189,12 @@ def test_unreadable_license_file_is_identified_again(tmp_path: Path) -> None:
     assert layout.read_licenses("acme/tool") is None
     mirror.sync(["acme/tool"])
     license_id = str((source[first.head].peel(pygit2.Tree) / "LICENSE").id)
-    assert layout.read_licenses("acme/tool") == IdentifiedLicenses(
-        commit=first.head, texts={license_id: "MIT"}
-    )
+    again = layout.read_licenses("acme/tool")
+    assert again is not None
+    assert again.commit == first.head
+    assert {blob: text.spdx if text else None for blob, text in again.texts.items()} == {
+        license_id: "MIT"
+    }
 
 
 def test_a_sync_with_several_index_workers_builds_in_them(

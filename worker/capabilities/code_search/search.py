@@ -207,6 +207,7 @@ class CodeSearch:
                     blob=blob_id,
                     license=attribution.license,
                     license_source=attribution.source,
+                    license_confidence=attribution.confidence,
                     context_lines=context_lines,
                     max_line_chars=limits.search_max_line_chars,
                     max_context_chars=limits.search_max_context_chars,
@@ -358,6 +359,7 @@ def _hit(
     blob: str,
     license: str,
     license_source: str,
+    license_confidence: float | None,
     context_lines: int,
     max_line_chars: int,
     max_context_chars: int,
@@ -384,6 +386,7 @@ def _hit(
         encoding=encoding,
         license=license,
         license_source=license_source,
+        license_confidence=license_confidence,
     )
 
 

@@ -40,6 +40,7 @@ class FileText:
     lines: list[str]
     license: str
     license_source: str
+    license_confidence: float | None = None
 
 
 class FileTexts:
@@ -105,7 +106,13 @@ class PinnedGraph:
             decoded = decode_text(data)
             if decoded is not None:
                 attribution = licensed.of(path, blob, data)
-                found = FileText(blob, list(decoded.lines), attribution.license, attribution.source)
+                found = FileText(
+                    blob,
+                    list(decoded.lines),
+                    attribution.license,
+                    attribution.source,
+                    attribution.confidence,
+                )
         self.texts.put(key, found)
         return found
 

@@ -157,11 +157,12 @@ class GraphQueries:
         node = found.node
         lines = pinned.line_range(node)
         snippet: Snippet | None = None
-        license_, source, swhid = "", "", None
+        license_, source, confidence, swhid = "", "", None, None
         if lines is not None:
             text = pinned.text(graph.paths[node], licensed)
             if text is not None:
                 license_, source = text.license, text.license_source
+                confidence = text.license_confidence
                 snippet, last = self._snippet(text, node, lines, mode, graph)
                 swhid = pinned.swhid(graph.paths[node], text.blob, (lines[0], last))
         return GraphEntity(
@@ -174,6 +175,7 @@ class GraphQueries:
             snippet=snippet,
             license=license_,
             license_source=source,
+            license_confidence=confidence,
             swhid=swhid,
         )
 
@@ -282,6 +284,7 @@ class GraphQueries:
                     metadata=metadata_of(pinned, node, text) if request.include_metadata else None,
                     license=text.license,
                     license_source=text.license_source,
+                    license_confidence=text.license_confidence,
                     swhid=pinned.swhid(graph.paths[node], text.blob, (lines[0], code.last_line)),
                 )
             )
