@@ -367,19 +367,39 @@ class CommitIndex:
         """Where this commit defines names and which files its paths name (built once)."""
         with self._links_lock:
             if self._links is None:
-                self._links = CommitLinks(
-                    self._segments, self._chunk_off, self._live, self._paths.paths
-                )
+                self._links = CommitLinks(self._paths.paths)
             return self._links
+
+    def _defining_chunks(self, name: str) -> npt.NDArray[np.int64]:
+        """The live chunks (global ids) whose definition name holds `name` as a whole word.
+
+        Read from the symbol field's postings: no table of names is built, which on a large
+        repository would cost seconds and hundreds of megabytes at the first query.
+        """
+        terms = token_terms(name)
+        if not terms:
+            return np.zeros(0, dtype=np.int64)
+        found = []
+        for index, seg in enumerate(self._segments):
+            hit = seg.lookup(terms[-1])
+            if hit is None:
+                continue
+            start, count = hit
+            chunk = seg.post_chunk[start : start + count]
+            keep = seg.post_tf_sym[start : start + count] > 0
+            if not self._all_live[index]:
+                keep &= self._live[index][chunk]
+            if keep.any():
+                found.append(chunk[keep].astype(np.int64) + self._chunk_off[index])
+        return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
     def _entity_bonus(self, report: ReportQuery, chunk_score: F64, top: float) -> None:
         """Add to the chunks that define a name the query mentions (once per name)."""
         params = self.params
         if not report.identifiers or params.entity_weight == 0:
             return
-        links = self.links()
         for name in report.identifiers:
-            chunks = links.defining_chunks(name)
+            chunks = self._defining_chunks(name)
             if not len(chunks):
                 continue
             files = len(np.unique(self._chunk_gblob[chunks]))
@@ -390,6 +410,8 @@ class CommitIndex:
     def _mention_bonus(self, report: ReportQuery, top: float) -> F64:
         """What each file gains for being named by the query's paths or modules."""
         bonus = np.zeros(self.n_paths, dtype=np.float64)
+        if not report.paths and not report.modules:
+            return bonus
         links = self.links()
         if self.params.path_mention_weight:
             for mention in report.paths:
