@@ -8,6 +8,7 @@ queries are timed. Cases live in ``bench/cases/*.toml``; each names a corpus (pr
     python -m bench.quality [--work DIR] [--cases PATH ...] [--repo NAME=PATH ...]
                             [--system baseline|repo-reader ...] [--json FILE] [--verbose]
     python -m bench.quality --swebench DATASET [--instance ID ...] [--system ...] [--verbose]
+                            [--ablation]
 
 `--swebench` runs real bug reports instead (`bench.swebench`): research over NATS with the
 repository pinned, beside a bm25s baseline over function chunks.
@@ -350,6 +351,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--swebench", type=Path, metavar="DATASET", help="a make_repos.py dataset (JSON lines)"
     )
     parser.add_argument("--instance", action="append", default=[], help="only these ids")
+    parser.add_argument(
+        "--ablation", action="store_true", help="with --swebench: each signal switched off"
+    )
     args = parser.parse_args(argv)
     if args.swebench is not None:
         from bench import swebench
@@ -362,6 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 only=args.instance,
                 verbose=args.verbose,
                 json_out=args.json,
+                ablation=args.ablation,
             )
         )
         return 0

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import dataclasses
+import itertools
 import json
 import shutil
 import statistics
@@ -42,7 +44,11 @@ from tests.support.workers import WorkerProcess
 from worker.client import RepoReaderClient
 from worker.config import Config
 from worker.errors import RepoReaderFailure
+from worker.index.store.build import build_in_memory, newest_segments, repo_index_dir
+from worker.index.views.history import HistoryStore
+from worker.index.views.text import DEFAULT_PARAMS, CommitIndex, analyse_query
 from worker.mirror.sync import Mirror
+from worker.repos.layout import CacheLayout
 from worker.service.embedded_nats import EmbeddedNats
 
 CUTOFFS = (1, 3, 5, 10)
@@ -259,23 +265,72 @@ def run_baseline(instances: Sequence[Instance], progress: Callable[[Ranked], Non
     return answers
 
 
+# --- ablation: each signal switched off, in process ------------------------------------------
+
+ABLATIONS: dict[str, dict[str, float]] = {
+    "all signals": {},
+    "- entity links": {"entity_weight": 0.0},
+    "- path/module mentions": {"path_mention_weight": 0.0, "module_mention_weight": 0.0},
+    "- history": {"history_weight": 0.0},
+    "- report priors": {"config_prior": 1.0, "vendored_prior": 1.0},
+    "terms only": {
+        "entity_weight": 0.0,
+        "path_mention_weight": 0.0,
+        "module_mention_weight": 0.0,
+        "history_weight": 0.0,
+        "config_prior": 1.0,
+        "vendored_prior": 1.0,
+    },
+}
+
+
+def run_ablation(instances: Sequence[Instance], cache: Path) -> list[tuple[str, list[Ranked]]]:
+    """Rank every instance in process with each signal switched off in turn: the same index
+    (built once per pinned commit from the mirror's segments) and history as research uses;
+    the first ten hits' distinct files, as ten artifacts give."""
+    results: dict[str, list[Ranked]] = {name: [] for name in ABLATIONS}
+    histories = HistoryStore()
+    for instance in instances:
+        repo = pygit2.Repository(str(CacheLayout(cache).repo_dir(instance.repo)))
+        index_dir = repo_index_dir(cache, instance.repo)
+        segments, tables, _ = build_in_memory(
+            repo,
+            instance.commit,
+            newest_segments(index_dir),
+            max_blob_bytes=Config().server.max_blob_bytes,
+            check_deadline=lambda _done, _total: None,
+        )
+        history = histories.get(index_dir)
+        for name, overrides in ABLATIONS.items():
+            params = dataclasses.replace(DEFAULT_PARAMS, **overrides)
+            index = CommitIndex(instance.commit, segments, tables, params)
+            started = time.perf_counter()
+            query = analyse_query(instance.query, params)
+            past = history.file_scores(instance.commit, query.weights) if history else {}
+            hits = itertools.islice(index.ranked(query, history=past), ARTIFACTS)
+            files = _distinct(hit.path for hit in hits)
+            results[name].append(Ranked(instance, files, time.perf_counter() - started))
+    return list(results.items())
+
+
 # --- the table ------------------------------------------------------------------------------
 
 
-def _slices(answers: Sequence[Ranked]) -> list[tuple[str, list[Ranked]]]:
+def _slices(answers: Sequence[Ranked], *, by_repo: bool) -> list[tuple[str, list[Ranked]]]:
     single = [a for a in answers if len(a.instance.gold) == 1]
     several = [a for a in answers if len(a.instance.gold) > 1]
     slices = [("all", list(answers)), ("one-file fix", single), ("multi-file fix", several)]
-    for repo in sorted({a.instance.repo for a in answers}):
+    for repo in sorted({a.instance.repo for a in answers} if by_repo else ()):
         slices.append((repo, [a for a in answers if a.instance.repo == repo]))
     return slices
 
 
-def render(systems: Sequence[tuple[str, list[Ranked]]]) -> str:
-    """One table: every system's figures per slice, with its time per instance."""
+def render(systems: Sequence[tuple[str, list[Ranked]]], *, slices: bool = True) -> str:
+    """One table: every system's figures per slice (per repository too unless `slices` is
+    off), with its time per instance."""
     rows = []
     for name, answers in systems:
-        for label, subset in _slices(answers):
+        for label, subset in _slices(answers, by_repo=slices):
             f = figures(subset)
             seconds = [a.seconds for a in subset]
             rows.append(
@@ -301,6 +356,7 @@ def run(
     only: Sequence[str] = (),
     verbose: bool = False,
     json_out: Path | None = None,
+    ablation: bool = False,
 ) -> str:
     """Run the chosen systems over the dataset (or the `only` instance ids) and render the
     table."""
@@ -321,8 +377,11 @@ def run(
             )
 
     results: list[tuple[str, list[Ranked]]] = []
+    cache = work / "swebench" / "cache"
+    if ablation:
+        prepare_cache(instances, cache)
+        return render(run_ablation(instances, cache), slices=False)
     if "repo-reader" in systems:
-        cache = work / "swebench" / "cache"
         prepare_cache(instances, cache)
         results.append(("repo-reader", run_repo_reader(instances, cache, progress)))
     if "baseline" in systems:
