@@ -95,8 +95,6 @@ class ResearchAnswer:
 class _Candidate:
     repo: PinnedRepo
     hit: SearchHit
-    score: float
-    """The hit's score over its repository's query ceiling: comparable across repositories."""
     license: LicenseInfo | None
     data: bytes
     """The file's content, read once for its license and its excerpt."""
@@ -182,10 +180,9 @@ class ResearchService:
         for repo in repos:
             index = self.indexes.open(repo.name, repo.repo, repo.commit, deadline=deadline)
             ranked = index.ranked(plan.query, extensions=wanted, history=self._history(repo, plan))
-            ceiling = index.query_ceiling(plan.query)
-            candidates += self._candidates(reads[repo.name], ranked, plan, ceiling)
+            candidates += self._candidates(reads[repo.name], ranked, plan)
         chosen = sorted(
-            candidates, key=lambda c: (-c.score, c.repo.name, c.hit.path, c.hit.start_line)
+            candidates, key=lambda c: (-c.hit.score, c.repo.name, c.hit.path, c.hit.start_line)
         )[: plan.limits.max_total_excerpts]
         if not chosen and plan.refused_licenses:
             raise licenses_not_allowed(plan.refused_licenses)
@@ -230,7 +227,7 @@ class ResearchService:
         return roots
 
     def _candidates(
-        self, reads: _RepoReads, ranked: Iterator[SearchHit], plan: _Plan, ceiling: float
+        self, reads: _RepoReads, ranked: Iterator[SearchHit], plan: _Plan
     ) -> list[_Candidate]:
         """The repository's best hits that pass the license policy, at most its share."""
         wanted = min(plan.limits.max_excerpts_per_repo, plan.limits.max_total_excerpts)
@@ -250,7 +247,6 @@ class ResearchService:
                 _Candidate(
                     repo=reads.repo,
                     hit=hit,
-                    score=hit.score / ceiling,
                     license=info,
                     data=reads.data(hit.path),
                 )
@@ -275,11 +271,11 @@ class ResearchService:
             for start, end in merge_spans((c.hit.start_line, c.hit.end_line) for c in candidates):
                 best = max(
                     (c for c in candidates if start <= c.hit.start_line <= end),
-                    key=lambda c: c.score,
+                    key=lambda c: c.hit.score,
                 )
                 excerpt = cut_excerpt(text.lines, start, end, plan.limits.max_excerpt_chars, weight)
                 if excerpt is not None:
-                    scored.append((best.score, _artifact(best, excerpt, text.encoding)))
+                    scored.append((best.hit.score, _artifact(best, excerpt, text.encoding)))
         scored.sort(key=lambda pair: (-pair[0], pair[1].repo, pair[1].path, pair[1].excerpt_span))
         return tuple(artifact for _, artifact in scored)
 
@@ -295,7 +291,7 @@ def _artifact(candidate: _Candidate, excerpt: Excerpt, encoding: str) -> Researc
         license_source=info.source if info else "none",
         license_confidence=info.confidence if info else None,
         excerpt_span=f"L{excerpt.start}-L{excerpt.end}",
-        score=round(candidate.score, 6),
+        score=round(candidate.hit.score, 6),
         blob=hit.blob,
         language=hit.language,
         symbol=hit.symbol,

@@ -279,27 +279,15 @@ class CommitIndex:
             self._ext_masks[extensions] = mask
         return mask
 
-    def query_ceiling(self, query: str | AnalysedQuery) -> float:
-        """What a chunk matching every query term would roughly score here: a term this
-        commit lacks counts at the weight of the rarest term, so scores divided by it compare
-        across repositories (one holding only the query's common words ranks lower)."""
-        analysed = query if isinstance(query, AnalysedQuery) else analyse_query(query, self.params)
-        n = max(self.n_chunks, 1)
-        ceiling = 0.0
-        for term, qw in analysed.weights.items():
-            df = 0
-            for seg in self._segments:
-                hit = seg.lookup(term)
-                if hit is not None:
-                    df += hit[1]
-            ceiling += qw * _idf(max(n, df), df)
-        return ceiling or 1.0
-
     def _selected_terms(
         self, weights: Mapping[str, float]
-    ) -> list[tuple[str, float, list[tuple[int, int, int]]]]:
-        """The query terms worth scoring: (term, query weight, [(segment, start, count)])."""
+    ) -> tuple[list[tuple[str, float, list[tuple[int, int, int]]]], float]:
+        """The query terms worth scoring, (term, query weight, [(segment, start, count)]), and
+        the query's ceiling here: what a chunk matching every term would roughly score, a term
+        this commit lacks counted at the weight of the rarest. Scores divided by it compare
+        across repositories (one holding only the query's common words ranks lower)."""
         found = []
+        ceiling = 0.0
         for term, qw in weights.items():
             slices = []
             df = 0
@@ -308,11 +296,13 @@ class CommitIndex:
                 if hit is not None:
                     slices.append((i, hit[0], hit[1]))
                     df += hit[1]
+            rank = qw * _idf(max(self.n_chunks, df, 1), df)
+            ceiling += rank
             if df or self._paths.lookup(term) is not None:
-                rank = qw * _idf(max(self.n_chunks, df), df)
                 found.append((rank, term, qw, slices))
         found.sort(key=lambda f: (-f[0], f[1]))
-        return [(term, qw, slices) for _, term, qw, slices in found[: self.params.max_terms]]
+        selected = [(term, qw, slices) for _, term, qw, slices in found[: self.params.max_terms]]
+        return selected, ceiling or 1.0
 
     def _chunk_scores(self, selected: list[tuple[str, float, list[tuple[int, int, int]]]]) -> F64:
         k1 = self.params.k1
@@ -451,7 +441,7 @@ class CommitIndex:
         filter (licenses, per-repo caps) and stop early.
         """
         analysed = query if isinstance(query, AnalysedQuery) else analyse_query(query, self.params)
-        selected = self._selected_terms(analysed.weights)
+        selected, ceiling = self._selected_terms(analysed.weights)
         if not self.n_paths:
             return iter(())
         n_chunks = len(self._chunk_gblob)
@@ -480,13 +470,15 @@ class CommitIndex:
         past = self._history_bonus(history, scale)
         file_score += mention + past
         file_score *= self._prior
+        linked = chunk_score > lexical
+        file_score /= ceiling
+        chunk_score /= ceiling
         if analysed.report.reads_as_report and self.params.config_prior != 1.0:
             file_score[self._config_mask()] *= self.params.config_prior
         if extensions is not None:
             file_score[~self._extension_mask(extensions)] = 0.0
         candidates = np.flatnonzero(file_score > 0)
         order = candidates[np.lexsort((candidates, -file_score[candidates]))]
-        linked = chunk_score > lexical
         signals = np.where(lexical_files, int(Signals.TERMS), 0)
         signals |= np.where(mention > 0, int(Signals.PATH), 0)
         signals |= np.where(past > 0, int(Signals.HISTORY), 0)
