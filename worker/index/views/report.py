@@ -26,6 +26,9 @@ _PROMPT: Final = re.compile(r"^\s*(>>>|\.\.\.|In \[\d+\]:|Out\[\d+\]:|\$ )")
 _VERSION_LINE: Final = re.compile(
     r"^\s*[-*]?\s*[\w.\-/() ]{1,48}?\s*(?::|==|>=|<=|=|\s)\s*v?\d+(?:\.\w+)+\S*(?:\s.*)?$"
 )
+_RAISED: Final = re.compile(r"^\s*((?:[A-Za-z_]\w*\.)*([A-Z]\w*))\s*:\s")
+"""`pkg.errors.SomeError: message` — the last line of a traceback names the exception."""
+_EXCEPTION_NAME: Final = re.compile(r"^[A-Z]\w*(Error|Exception|Warning|Exit|Interrupt)$")
 _KEY_VALUE: Final = re.compile(r"^\s*[\w.\-/() ]{1,48}:\s+\S.*$")
 _MIN_DUMP_LINES: Final = 3
 _COMMON_NAMES: Final = frozenset(
@@ -96,6 +99,9 @@ def read_report(query: str) -> ReportQuery:
     identifiers: dict[str, None] = {}
     paths: dict[str, None] = {}
     modules: dict[str, None] = {}
+    # An exception's name says where it is raised, not where it is defined: its class and
+    # its module (`exceptions.py`) would only pull the definitions up.
+    raised: set[str] = set()
     in_fence = False
     code_seen = bool(dump)
     kept: list[str] = []
@@ -112,6 +118,8 @@ def read_report(query: str) -> ReportQuery:
         if row in dump:
             continue
         kept.append(line)
+        if (exception := _RAISED.match(line)) and not in_fence:
+            raised.update((exception.group(1), exception.group(2)))
         frame = _FRAME.search(line) or _PYTEST_FRAME.match(line)
         if frame:
             code_seen = True
@@ -140,8 +148,14 @@ def read_report(query: str) -> ReportQuery:
                 note_identifier(name)
     return ReportQuery(
         text="\n".join(kept),
-        identifiers=tuple(identifiers),
+        identifiers=tuple(
+            name for name in identifiers if name not in raised and not _EXCEPTION_NAME.match(name)
+        ),
         paths=tuple(list(paths)[:MAX_MENTIONS]),
-        modules=tuple(list(modules)[:MAX_MENTIONS]),
+        modules=tuple(
+            dotted
+            for dotted in list(modules)[:MAX_MENTIONS]
+            if dotted not in raised and not _EXCEPTION_NAME.match(dotted.rsplit(".", 1)[-1])
+        ),
         reads_as_report=code_seen or bool(paths),
     )

@@ -114,8 +114,9 @@ class RankingParams:
     """Multiplier of configuration, CI, lock and license files when the query reads as a bug
     report (they match its version dumps and package names, never its fault)."""
     entity_weight: float = 0.5
-    """A chunk defining a name the query mentions gains this share of the best chunk's score,
-    divided by the square root of how many files define that name."""
+    """A chunk defining a name the query mentions gains this share of the geometric mean of
+    its own and the best chunk's score, divided by the square root of how many files define
+    that name."""
     max_defining_files: int = 16
     """A name defined in more files than this names nothing in particular."""
     path_mention_weight: float = 0.5
@@ -395,7 +396,10 @@ class CommitIndex:
             files = len(np.unique(self._chunk_gblob[chunks]))
             if files > params.max_defining_files:
                 continue
-            chunk_score[chunks] += params.entity_weight * top / np.sqrt(files)
+            # The geometric mean of the chunk's own score and the best one: a definition the
+            # report names rises with the evidence it has, without overtaking on the name alone.
+            own = chunk_score[chunks]
+            chunk_score[chunks] += params.entity_weight * np.sqrt(own * top) / np.sqrt(files)
 
     def _mention_bonus(self, report: ReportQuery, top: float) -> F64:
         """What each file gains for being named by the query's paths or modules."""
