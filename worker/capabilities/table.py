@@ -103,8 +103,8 @@ async def serve(
     ready_file: Path | None = None,
     stop: asyncio.Event | None = None,
 ) -> None:
-    """Connect, serve until `stop` is set (or SIGTERM/SIGINT arrives), then drain; raises
-    ConnectionLost if the connection closes for good first."""
+    """Connect, serve until `stop` is set (without `stop`: until SIGTERM or SIGINT), then
+    drain; raises ConnectionLost if the connection closes for good first."""
     connection = await connect_service(
         nats_url,
         name="repo-reader-worker",

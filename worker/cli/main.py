@@ -212,8 +212,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; exit codes as in `worker.cli.exits`."""
     args = build_parser().parse_args(argv)
     from worker.logs import configure_logging
+    from worker.service.interrupts import interrupted, second_interrupt_exits
 
     configure_logging(args.log_level)
+    second_interrupt_exits()
     cache = args.cache or default_cache_dir()
     try:
         return int(_run(args, cache))
@@ -244,7 +246,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"repo-reader: the service is unreachable: {exc}", file=sys.stderr)
         return ExitCode.SERVICE_ERROR
     except KeyboardInterrupt:
-        return 130
+        interrupted()  # pyarrow, for one, raises it from a handler of its own
+        _stop_build_workers()
+        return ExitCode.INTERRUPTED
+
+
+def _stop_build_workers() -> None:
+    """Shut down the index build workers started ahead, if any: left starting as this process
+    goes, each would fail with a traceback of its own."""
+    started = sys.modules.get("worker.index.store.build_workers")  # not imported: none started
+    if started is not None:
+        started.stop_build_workers()
 
 
 def _nats_errors() -> type[Exception]:
