@@ -12,7 +12,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import msgspec
 
@@ -175,6 +175,13 @@ def _add_ask(commands: Any) -> None:
     ask.add_argument("--timeout", type=float, default=30.0)
 
 
+LIFTED_BY_FLAG: Final = {
+    "license_constraints.require_license": "--no-require-license",
+    "require_license": "--no-require-license",
+}
+"""The command-line flag for the request field that lifts a refusal (its `lifted_by`)."""
+
+
 class OutputError(Exception):
     """The output file could not be written."""
 
@@ -205,6 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"  details: {json.dumps(exc.details, sort_keys=True, default=str)}",
                 file=sys.stderr,
             )
+        flag = LIFTED_BY_FLAG.get(str(exc.details.get("lifted_by")))
+        if flag is not None:
+            print(f"  hint: {flag} accepts unlicensed sources", file=sys.stderr)
         return for_error(exc.code)
     except msgspec.ValidationError as exc:
         print(f"repo-reader: invalid arguments: {exc}", file=sys.stderr)
@@ -386,9 +396,10 @@ def _mirror(args: argparse.Namespace, cache: Path) -> int:
 def _warn_unlicensed(name: str) -> None:
     """Say so when no license was found: what a request for the repository will get."""
     print(
-        f"repo-reader: warning: no license detected for {name}: requests for its code are "
-        "LICENSE_UNAVAILABLE unless they accept unlicensed sources "
-        "(--no-require-license; require_license = false on the wire)",
+        f"repo-reader: warning: no license detected for {name}: requests over every "
+        "repository leave it out, and those naming it alone are LICENSE_UNAVAILABLE, "
+        "unless they accept unlicensed sources (--no-require-license; "
+        "require_license = false on the wire)",
         file=sys.stderr,
     )
 
@@ -553,12 +564,15 @@ async def _ask(args: argparse.Namespace) -> int:
         document = {
             "request_id": result.request_id,
             "resolved": result.resolved,
+            "omitted": result.omitted,
             "artifacts": result.artifacts,
         }
         print(msgspec.json.format(msgspec.json.encode(document)).decode())
     else:
         for r in result.resolved:
             print(f"# {r.repo} @ {r.commit} ({r.ref}) license={r.license or '-'}")
+        for o in result.omitted:
+            print(f"# {o.repo} left out: {o.code}")
         print()
         print(artifact_lines(result.artifacts) if result.artifacts else "no matching excerpts")
     return ExitCode.SUCCESS if result.artifacts else ExitCode.NO_RESULTS

@@ -130,6 +130,26 @@ def test_ask_prints_readably_and_as_json(cache: MirroredCache, make_source: Sour
     assert refused.stderr.startswith("repo-reader: REQUEST_TOO_BROAD:")
 
 
+def test_ask_leaves_out_an_unlicensed_repository(
+    cache: MirroredCache, make_source: SourceFactory
+) -> None:
+    """ask over every repository leaves out one without a license and says so; asked alone,
+    it is exit 2 with the flag that lifts the refusal."""
+    source, _ = make_source("sample")
+    cache.add("acme/sample", source)
+    bare, _ = make_source("bare", {"routes.py": "def register_route(path):\n    return path\n"})
+    cache.add("acme/bare", bare)
+    with EmbeddedNats() as server, WorkerProcess(cache.root, server.url):
+        every = run("ask", "register a route", "--nats", server.url)
+        alone = run("ask", "register a route", "--repo", "acme/bare", "--nats", server.url)
+    assert every.returncode == 0, every.stderr
+    assert "# acme/bare left out: LICENSE_UNAVAILABLE" in every.stdout
+    assert "acme/sample:sample/routing.py:L" in every.stdout
+    assert alone.returncode == 2
+    assert alone.stderr.startswith("repo-reader: LICENSE_UNAVAILABLE: no license")
+    assert "hint: --no-require-license accepts unlicensed sources" in alone.stderr
+
+
 def test_ask_without_a_server_fails_cleanly(tmp_path: Path) -> None:
     """ask against a server that is not there exits 4 (unreachable), no traceback."""
     result = run("ask", "router", "--nats", "nats://127.0.0.1:1", "--timeout", "2", timeout=60)
