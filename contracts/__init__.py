@@ -50,6 +50,7 @@ from contracts.repo import RepoStatusRequest, RepoStatusResponse
 from contracts.research import (
     FileConstraints,
     LicenseConstraints,
+    OmittedRepo,
     RepoConstraints,
     RepoReaderRequest,
     RepoReaderResponse,
@@ -122,6 +123,7 @@ __all__ = [
     "GraphTraverseResponse",
     "LicenseConstraints",
     "ModuleChurn",
+    "OmittedRepo",
     "QueryMetadata",
     "RebuildIndexRequest",
     "RebuildIndexResponse",

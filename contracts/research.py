@@ -109,12 +109,33 @@ class ResolvedRepo(msgspec.Struct, frozen=True, kw_only=True):
     """The repository's root license, when one was detected."""
 
 
+MAX_OMITTED_REPOS = 100
+"""At most this many repositories are listed as left out (the first by name)."""
+
+
+class OmittedRepo(msgspec.Struct, frozen=True, kw_only=True):
+    """A repository in scope that the answer leaves out, and why."""
+
+    repo: RepoId
+    code: str
+    """Why, as an error code: `LICENSE_UNAVAILABLE` (no license detected, and the request
+    requires one)."""
+
+
 class RepoReaderResponse(ResponseEnvelope, frozen=True, kw_only=True):
     """One message of an answer; a large answer is several, sent in order on the reply subject.
 
-    Batch 0 carries `resolved`; the message with `last` set ends the answer. An error
-    answer is a single message with `errors` set and no artifacts.
+    Batch 0 carries `resolved` and `omitted`; the message with `last` set ends the answer.
+    An error answer is a single message with `errors` set and no artifacts.
     """
 
     artifacts: tuple[ResearchArtifact, ...] = ()
     resolved: tuple[ResolvedRepo, ...] = ()
+    omitted: Annotated[
+        tuple[OmittedRepo, ...],
+        Meta(
+            max_length=MAX_OMITTED_REPOS,
+            description="Repositories in scope left out of the answer, and why: a request "
+            "over every repository skips those without a license it requires.",
+        ),
+    ] = ()

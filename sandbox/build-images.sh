@@ -24,7 +24,12 @@
 #                         the wget the compose health check runs)
 #   PYTHON                host Python 3.11 with pip, for the wheelhouse (default
 #                         .venv/bin/python when it exists, else python3)
-#   DEBIAN_MIRROR         mirror for debootstrap (default http://deb.debian.org/debian)
+#   DEBIAN_MIRROR         mirror for debootstrap (default: the Debian mirror this
+#                         machine's APT uses: python -m sandbox.package_sources debian-mirror)
+#
+# Packages come from this machine's own configuration, no host is named here: Debian's
+# from its APT sources (debootstrap, apt-get download), Python's from its pip configuration
+# (pip config list; PIP_INDEX_URL), which builds the wheelhouse the image installs from.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -36,7 +41,6 @@ wheelhouse=$build_dir/wheelhouse
 if [[ -z ${PYTHON:-} && -x $project/.venv/bin/python ]]; then PYTHON=$project/.venv/bin/python; fi
 PYTHON=${PYTHON:-python3}
 PULL=${REPO_READER_PULL:-1}
-DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 PUBLIC_BASE_IMAGE=python:3.11-slim-bookworm
 BASE_IMAGE=${BASE_IMAGE:-$PUBLIC_BASE_IMAGE}
 LOCAL_BASE_IMAGE=repo-reader/base:bookworm
@@ -145,11 +149,15 @@ build_local_base() {
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
             debootstrap >/dev/null
     fi
-    local rootfs=$build_dir/rootfs
+    local rootfs=$build_dir/rootfs mirror=${DEBIAN_MIRROR:-}
+    if [[ -z $mirror ]]; then
+        mirror=$(cd "$project" && "$PYTHON" -m sandbox.package_sources debian-mirror) ||
+            die "no Debian mirror for debootstrap: set DEBIAN_MIRROR"
+    fi
     rm -rf "$rootfs"
-    log "debootstrap minbase bookworm from $DEBIAN_MIRROR"
+    log "debootstrap minbase bookworm from $mirror"
     debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
-        bookworm "$rootfs" "$DEBIAN_MIRROR" >"$build_dir/debootstrap.log" 2>&1 ||
+        bookworm "$rootfs" "$mirror" >"$build_dir/debootstrap.log" 2>&1 ||
         { tail -n 20 "$build_dir/debootstrap.log" >&2; die "debootstrap failed"; }
     # What an image does not need: package caches, indexes, docs, man pages, locales.
     rm -rf "$rootfs"/var/cache/apt/* "$rootfs"/var/lib/apt/lists/* \

@@ -19,7 +19,13 @@ from typing import Any, Generic, Self, TypeVar
 
 import msgspec
 
-from contracts.research import RepoReaderRequest, RepoReaderResponse, ResearchArtifact, ResolvedRepo
+from contracts.research import (
+    OmittedRepo,
+    RepoReaderRequest,
+    RepoReaderResponse,
+    ResearchArtifact,
+    ResolvedRepo,
+)
 from contracts.subjects import (
     CONTENT_TYPE_JSON,
     CONTENT_TYPE_MSGPACK,
@@ -39,6 +45,8 @@ class ResearchResult:
     request_id: str
     resolved: tuple[ResolvedRepo, ...]
     artifacts: tuple[ResearchArtifact, ...]
+    omitted: tuple[OmittedRepo, ...] = ()
+    """Repositories in scope the answer leaves out, and why (e.g. no license detected)."""
 
 
 def encode_request(request: msgspec.Struct, *, json: bool) -> bytes:
@@ -130,6 +138,7 @@ class RepoReaderAPI(abc.ABC):
             request_id=rid,
             resolved=batches[0].resolved,
             artifacts=tuple(a for batch in batches for a in batch.artifacts),
+            omitted=batches[0].omitted,
         )
 
     async def __aenter__(self) -> Self:

@@ -145,9 +145,14 @@ class RepoReaderClient(RepoReaderAPI):
             refusal.set_result(str(exc))
 
     async def close(self) -> None:
-        """Close the connection if the client opened it."""
+        """Close the connection if the client opened it: drained, or at once if the server
+        does not answer the drain."""
         if self._owns_connection:
-            await self._nc.drain()
+            try:
+                await self._nc.drain()
+            except NatsError as exc:
+                log.warning("nats.drain_failed", error=str(exc))
+                await self._nc.close()
 
     async def call(
         self,

@@ -6,7 +6,7 @@ One pass: the scope is resolved once, the query analysed once for every reposito
 blob read once and each file's license resolved once.
 
 The decisions that need no repository content are module functions (`check_research`,
-`research_scope`, `check_root_licenses`, `license_admits`): the mock Repo Reader
+`research_scope`, `omit_unlicensed`, `license_admits`): the mock Repo Reader
 (`worker.testing`) takes them with the same code.
 """
 
@@ -20,7 +20,14 @@ from typing import Protocol
 
 import pygit2
 
-from contracts.research import RepoReaderRequest, ResearchArtifact, ResolvedRepo
+from contracts.errors import ErrorCode
+from contracts.research import (
+    MAX_OMITTED_REPOS,
+    OmittedRepo,
+    RepoReaderRequest,
+    ResearchArtifact,
+    ResolvedRepo,
+)
 from worker.config import Config, RepoEntry
 from worker.errors import (
     AccessDenied,
@@ -89,6 +96,7 @@ class ResearchAnswer:
 
     resolved: tuple[ResolvedRepo, ...]
     artifacts: tuple[ResearchArtifact, ...]
+    omitted: tuple[OmittedRepo, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +179,10 @@ class ResearchService:
             for name in self.scope(request, plan.limits)
         ]
         reads = {r.name: _RepoReads(r, self.license_cache) for r in repos}
-        roots = self._root_licenses(reads, required=plan.require_license)
+        roots = {name: r.root_license() for name, r in reads.items()}
+        omitted = omit_unlicensed(roots, required=plan.require_license)
+        left_out = {o.repo for o in omitted}
+        repos = [r for r in repos if r.name not in left_out]
         plan.check_deadline()
 
         extensions = request.file_constraints.allowed_extensions
@@ -195,7 +206,9 @@ class ResearchService:
             )
             for r in repos
         )
-        return ResearchAnswer(resolved=resolved, artifacts=self._artifacts(chosen, plan))
+        return ResearchAnswer(
+            resolved=resolved, artifacts=self._artifacts(chosen, plan), omitted=omitted
+        )
 
     def _plan(self, request: RepoReaderRequest, deadline: float) -> _Plan:
         checked = check_research(request, self.config)
@@ -218,13 +231,6 @@ class ResearchService:
 
     def _revision_for(self, request: RepoReaderRequest, name: str) -> str | None:
         return revision_for(self.catalog, request, name)
-
-    def _root_licenses(
-        self, reads: dict[str, _RepoReads], *, required: bool
-    ) -> dict[str, LicenseInfo | None]:
-        roots = {name: r.root_license() for name, r in reads.items()}
-        check_root_licenses(roots, required=required)
-        return roots
 
     def _candidates(
         self, reads: _RepoReads, ranked: Iterator[SearchHit], plan: _Plan
@@ -432,16 +438,28 @@ def revision_for(registry: RepoRegistry, request: RepoReaderRequest, name: str) 
     return None
 
 
-def check_root_licenses(roots: Mapping[str, object | None], *, required: bool) -> None:
-    """LicenseUnavailable when a license is required and a repository in scope has none
-    (`roots`: each repository's root license, None when none was detected)."""
+def omit_unlicensed(
+    roots: Mapping[str, object | None], *, required: bool
+) -> tuple[OmittedRepo, ...]:
+    """The repositories in scope to leave out because a license is required and none was
+    detected for them (`roots`: each one's root license, None when none was); when that is
+    every one of them, LicenseUnavailable instead.
+
+    One unlicensed repository among those registered must not fail every request that does
+    not name its repositories; the answer says which were left out.
+    """
+    if not required:
+        return ()
     missing = sorted(name for name, info in roots.items() if info is None)
-    if required and missing:
+    if missing and len(missing) == len(roots):
         raise LicenseUnavailable(
-            f"no license could be detected for {', '.join(missing)}; "
-            "set license_constraints.require_license = false to accept unlicensed sources",
+            f"no license could be detected for {', '.join(missing)}, and one is required "
+            "(license_constraints.require_license = false accepts unlicensed sources)",
             repos=missing,
+            lifted_by="license_constraints.require_license",
         )
+    code = str(ErrorCode.LICENSE_UNAVAILABLE)
+    return tuple(OmittedRepo(repo=name, code=code) for name in missing[:MAX_OMITTED_REPOS])
 
 
 def license_admits(

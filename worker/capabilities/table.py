@@ -81,7 +81,10 @@ class Worker:
     def _research(self, request: RepoReaderRequest, context: RequestContext) -> Reply:
         answer = self.research.answer(request, deadline=context.deadline)
         response = RepoReaderResponse(
-            request_id=context.request_id, resolved=answer.resolved, artifacts=answer.artifacts
+            request_id=context.request_id,
+            resolved=answer.resolved,
+            artifacts=answer.artifacts,
+            omitted=answer.omitted,
         )
         messages = item_batches(
             response, "artifacts", max_payload=context.max_payload, encode=context.encode
@@ -90,6 +93,7 @@ class Worker:
             messages=messages,
             summary={
                 "repos": [r.repo for r in answer.resolved],
+                "omitted": [o.repo for o in answer.omitted],
                 "artifacts": len(answer.artifacts),
             },
         )
@@ -103,8 +107,8 @@ async def serve(
     ready_file: Path | None = None,
     stop: asyncio.Event | None = None,
 ) -> None:
-    """Connect, serve until `stop` is set (or SIGTERM/SIGINT arrives), then drain; raises
-    ConnectionLost if the connection closes for good first."""
+    """Connect, serve until `stop` is set (without `stop`: until SIGTERM or SIGINT), then
+    drain; raises ConnectionLost if the connection closes for good first."""
     connection = await connect_service(
         nats_url,
         name="repo-reader-worker",

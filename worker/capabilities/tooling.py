@@ -77,9 +77,10 @@ def check_root_license(name: str, root: object | None, *, required: bool) -> Non
     license."""
     if root is None and required:
         raise LicenseUnavailable(
-            f"no license could be detected for {name}; "
-            "set require_license = false to accept unlicensed sources",
+            f"no license could be detected for {name}, and one is required "
+            "(require_license = false accepts unlicensed sources)",
             repos=[name],
+            lifted_by="require_license",
         )
 
 

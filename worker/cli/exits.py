@@ -4,7 +4,9 @@
 2  invalid arguments, also those the server refuses (INVALID_REQUEST, LIMIT_EXCEEDED, ...)
 3  repository, revision, entity or index not found
 4  service error or unreachable (INTERNAL, TIMEOUT, RATE_LIMITED, no NATS, no worker)
-5  I/O error (an output file that cannot be written)
+5  I/O error (a file or directory that cannot be written or read: --out, --cache)
+130 interrupted (Ctrl-C: 128 + SIGINT, as a shell reports it); a service drained after a
+    Ctrl-C or SIGTERM exits 0, and a second Ctrl-C ends it at once with 130
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class ExitCode(enum.IntEnum):
     NOT_FOUND = 3
     SERVICE_ERROR = 4
     IO_ERROR = 5
+    INTERRUPTED = 130
 
 
 _BY_ERROR: Final[dict[str, ExitCode]] = {

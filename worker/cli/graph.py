@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any, Final
 
 import msgspec
@@ -33,13 +32,11 @@ ENTITY_TYPES: Final = ("directory", "file", "class", "function")
 RELATIONS: Final = ("contain", "import", "invoke", "inherit")
 
 
-def add_graph_commands(commands: Any, *, default_nats: str) -> None:
+def add_graph_commands(commands: Any) -> None:
     """Add `graph` and its four subcommands to `commands` (an argparse subparsers object)."""
     graph = commands.add_parser("graph", help="search and walk the code entity graph")
     subcommands = graph.add_subparsers(dest="graph_command", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--nats", default=os.environ.get("REPO_READER_NATS_URL", default_nats))
-    common.add_argument("--json", action="store_true", help="print seed 003's JSON document")
     common.add_argument("--out", help="write the output to this file instead of stdout")
     common.add_argument("--timeout", type=float, default=30.0)
     common.add_argument("repo", metavar="OWNER/NAME")

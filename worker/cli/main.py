@@ -12,7 +12,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import msgspec
 
@@ -25,6 +25,7 @@ from contracts.research import (
 )
 from worker.cli.exits import ExitCode, for_error
 from worker.cli.graph import add_graph_commands
+from worker.cli.options import add_global_options, environment_help, resolve_global_options
 from worker.cli.replay import add_replay_command, run_replay
 from worker.cli.tools import add_tool_commands, run_tool_command
 from worker.config import config_path, default_cache_dir, load_config
@@ -32,15 +33,6 @@ from worker.errors import ConfigError, ConnectionLost, RepoReaderFailure
 
 if TYPE_CHECKING:
     from worker.mirror.sync import Mirror, SyncResult
-
-DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
-
-
-def _nats_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--nats", default=os.environ.get("REPO_READER_NATS_URL", DEFAULT_NATS_URL))
-
-
-LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,49 +50,36 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    parser = _Parser(prog="repo-reader", description=__doc__)
-    parser.add_argument(
-        "--cache", type=Path, help="cache directory (default: $REPO_READER_CACHE or the user cache)"
-    )
-    parser.add_argument(
-        "--config",
-        type=Path,
-        help="config file (default: $REPO_READER_CONFIG or <cache>/repo-reader.toml)",
-    )
-    parser.add_argument(
-        "--log-level",
-        type=str.lower,
-        choices=LOG_LEVELS,
-        default=os.environ.get("REPO_READER_LOG_LEVEL", "info").lower(),
-        help="default: $REPO_READER_LOG_LEVEL or info",
+    parser = _Parser(
+        prog="repo-reader",
+        description=__doc__,
+        epilog=environment_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_serve(commands)
     _add_mirror(commands)
     _add_admin(commands)
     _add_ask(commands)
-    add_tool_commands(commands, default_nats=DEFAULT_NATS_URL)
-    add_graph_commands(commands, default_nats=DEFAULT_NATS_URL)
-    add_replay_command(commands, nats_option=_nats_option)
+    add_tool_commands(commands)
+    add_graph_commands(commands)
+    add_replay_command(commands)
     ready = commands.add_parser(
         "ready", help="exit 0 if the service that wrote READY_FILE is up, 4 if not"
     )
     ready.add_argument("ready_file", type=Path, metavar="READY_FILE")
     mcp = commands.add_parser("mcp", help="serve the tools over the Model Context Protocol")
-    _nats_option(mcp)
     mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     mcp.add_argument("--host", default="127.0.0.1")
     mcp.add_argument("--port", type=int, default=9877)
     mcp.add_argument("--ready-file", type=Path, help="written once listening (http)")
     gateway = commands.add_parser("gateway", help="serve the JSON-RPC 2.0 gateway (POST /v1/rpc)")
-    _nats_option(gateway)
     gateway.add_argument("--host", default="127.0.0.1")
     gateway.add_argument("--port", type=int, default=9876)
     gateway.add_argument("--ready-file", type=Path, help="written once listening")
-    provision = commands.add_parser(
+    commands.add_parser(
         "provision", help="create the JetStream resources workers use (as the provisioner)"
     )
-    _nats_option(provision)
     schema = commands.add_parser("schema", help="write the JSON Schemas of every message")
     schema.add_argument("--out", type=Path, help="file to write (default: stdout)")
     quickstart = commands.add_parser(
@@ -110,14 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
     quickstart.add_argument(
         "--query", default="where does the worker decode requests and answer errors"
     )
+    add_global_options(parser)
     return parser
 
 
 def _add_serve(commands: Any) -> None:
     serve = commands.add_parser("serve", help="run a worker")
-    _nats_option(serve)
     serve.add_argument(
-        "--concurrency", type=int, default=int(os.environ.get("REPO_READER_CONCURRENCY", "2"))
+        "--concurrency", type=int, default=os.environ.get("REPO_READER_CONCURRENCY", "2")
     )
     serve.add_argument(
         "--require-sandbox",
@@ -147,14 +126,10 @@ def _add_mirror(commands: Any) -> None:
         "remove", help="unregister a repository and delete its mirror and index"
     )
     remove.add_argument("name", metavar="OWNER/NAME")
-    listing = mirror_commands.add_parser(
-        "list", help="show registered repositories and their state"
-    )
-    listing.add_argument("--json", action="store_true")
+    mirror_commands.add_parser("list", help="show registered repositories and their state")
     serve = mirror_commands.add_parser(
         "serve", help="sync on a schedule and answer admin requests over NATS"
     )
-    _nats_option(serve)
     serve.add_argument(
         "--interval",
         type=float,
@@ -167,8 +142,6 @@ def _add_admin(commands: Any) -> None:
     admin = commands.add_parser("admin", help="ask the mirror service to sync or re-index")
     admin_commands = admin.add_subparsers(dest="admin_command", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    _nats_option(common)
-    common.add_argument("--json", action="store_true")
     common.add_argument("--timeout", type=float, default=3600.0)
     sync = admin_commands.add_parser("sync", parents=[common], help="sync now")
     sync.add_argument("names", nargs="*", metavar="OWNER/NAME")
@@ -182,7 +155,6 @@ def _add_admin(commands: Any) -> None:
 def _add_ask(commands: Any) -> None:
     ask = commands.add_parser("ask", help="send a research request and print the artifacts")
     ask.add_argument("query")
-    _nats_option(ask)
     ask.add_argument(
         "--repo", action="append", dest="repos", metavar="OWNER/NAME", help="repeatable"
     )
@@ -201,7 +173,13 @@ def _add_ask(commands: Any) -> None:
     )
     ask.add_argument("--no-require-license", action="store_true")
     ask.add_argument("--timeout", type=float, default=30.0)
-    ask.add_argument("--json", action="store_true", help="print the answer as JSON")
+
+
+LIFTED_BY_FLAG: Final = {
+    "license_constraints.require_license": "--no-require-license",
+    "require_license": "--no-require-license",
+}
+"""The command-line flag for the request field that lifts a refusal (its `lifted_by`)."""
 
 
 class OutputError(Exception):
@@ -210,10 +188,14 @@ class OutputError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; exit codes as in `worker.cli.exits`."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    resolve_global_options(parser, args)
     from worker.logs import configure_logging
+    from worker.service.interrupts import interrupted, second_interrupt_exits
 
     configure_logging(args.log_level)
+    second_interrupt_exits()
     cache = args.cache or default_cache_dir()
     try:
         return int(_run(args, cache))
@@ -230,6 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"  details: {json.dumps(exc.details, sort_keys=True, default=str)}",
                 file=sys.stderr,
             )
+        flag = LIFTED_BY_FLAG.get(str(exc.details.get("lifted_by")))
+        if flag is not None:
+            print(f"  hint: {flag} accepts unlicensed sources", file=sys.stderr)
         return for_error(exc.code)
     except msgspec.ValidationError as exc:
         print(f"repo-reader: invalid arguments: {exc}", file=sys.stderr)
@@ -240,11 +225,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OutputError as exc:
         print(f"repo-reader: cannot write the output: {exc}", file=sys.stderr)
         return ExitCode.IO_ERROR
-    except (OSError, TimeoutError, _nats_errors()) as exc:
+    except BrokenPipeError:
+        # The reader went away (`| head`): nothing more to say, and no one to say it to.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return ExitCode.IO_ERROR
+    except (TimeoutError, _nats_errors()) as exc:
         print(f"repo-reader: the service is unreachable: {exc}", file=sys.stderr)
         return ExitCode.SERVICE_ERROR
+    except OSError as exc:
+        if exc.filename is None:  # a socket's: connecting failed
+            print(f"repo-reader: the service is unreachable: {exc}", file=sys.stderr)
+            return ExitCode.SERVICE_ERROR
+        print(f"repo-reader: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return ExitCode.IO_ERROR
     except KeyboardInterrupt:
-        return 130
+        interrupted()  # pyarrow, for one, raises it from a handler of its own
+        _stop_build_workers()
+        return ExitCode.INTERRUPTED
+
+
+def _stop_build_workers() -> None:
+    """Shut down the index build workers started ahead, if any: left starting as this process
+    goes, each would fail with a traceback of its own."""
+    started = sys.modules.get("worker.index.store.build_workers")  # not imported: none started
+    if started is not None:
+        started.stop_build_workers()
 
 
 def _nats_errors() -> type[Exception]:
@@ -391,9 +396,10 @@ def _mirror(args: argparse.Namespace, cache: Path) -> int:
 def _warn_unlicensed(name: str) -> None:
     """Say so when no license was found: what a request for the repository will get."""
     print(
-        f"repo-reader: warning: no license detected for {name}: requests for its code are "
-        "LICENSE_UNAVAILABLE unless they accept unlicensed sources "
-        "(--no-require-license; require_license = false on the wire)",
+        f"repo-reader: warning: no license detected for {name}: requests over every "
+        "repository leave it out, and those naming it alone are LICENSE_UNAVAILABLE, "
+        "unless they accept unlicensed sources (--no-require-license; "
+        "require_license = false on the wire)",
         file=sys.stderr,
     )
 
@@ -558,12 +564,15 @@ async def _ask(args: argparse.Namespace) -> int:
         document = {
             "request_id": result.request_id,
             "resolved": result.resolved,
+            "omitted": result.omitted,
             "artifacts": result.artifacts,
         }
         print(msgspec.json.format(msgspec.json.encode(document)).decode())
     else:
         for r in result.resolved:
             print(f"# {r.repo} @ {r.commit} ({r.ref}) license={r.license or '-'}")
+        for o in result.omitted:
+            print(f"# {o.repo} left out: {o.code}")
         print()
         print(artifact_lines(result.artifacts) if result.artifacts else "no matching excerpts")
     return ExitCode.SUCCESS if result.artifacts else ExitCode.NO_RESULTS

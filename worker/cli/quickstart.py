@@ -19,6 +19,7 @@ from worker.capabilities.table import Worker, serve
 from worker.client import RepoReaderClient, artifact_lines
 from worker.mirror.sync import Mirror
 from worker.service.embedded_nats import EmbeddedNats
+from worker.service.interrupts import interruptible
 
 
 def quickstart(path: Path, *, query: str, cache: Path | None = None) -> int:
@@ -45,8 +46,13 @@ def quickstart(path: Path, *, query: str, cache: Path | None = None) -> int:
 
 
 async def _ask(worker: Worker, url: str, name: str, query: str) -> int:
+    """Serve `worker` and ask it `query`; Ctrl-C ends both (KeyboardInterrupt), a second one
+    at once."""
+    return await interruptible(_serve_and_ask(worker, url, name, query))
+
+
+async def _serve_and_ask(worker: Worker, url: str, name: str, query: str) -> int:
     stop = asyncio.Event()
-    ready = asyncio.get_running_loop().create_future()
     ready_file = Path(tempfile.mkdtemp(prefix="repo-reader-ready-")) / "ready"
     serving = asyncio.create_task(
         serve(worker, url, concurrency=2, ready_file=ready_file, stop=stop)
@@ -56,7 +62,6 @@ async def _ask(worker: Worker, url: str, name: str, query: str) -> int:
             if serving.done():
                 await serving
             await asyncio.sleep(0.05)
-        ready.set_result(None)
         _say(f"worker ready; asking: {query!r}")
         request = RepoReaderRequest(
             query=query,

@@ -9,12 +9,11 @@ from typing import Any
 from worker.cli.exits import ExitCode
 
 
-def add_replay_command(commands: Any, *, nats_option: Any) -> None:
+def add_replay_command(commands: Any) -> None:
     """Add `replay` to `commands` (an argparse subparsers object)."""
     replay = commands.add_parser(
         "replay", help="send recorded durable requests again; compare with an earlier replay"
     )
-    nats_option(replay)
     replay.add_argument(
         "--from", dest="source", help="the NATS server holding the request stream (default: --nats)"
     )

@@ -6,7 +6,6 @@ Each sends one request over NATS and prints the answer readably, or as JSON with
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -30,11 +29,9 @@ from worker.service.replies import join_batches
 TOOL_COMMANDS: Final = ("search", "read", "list", "history", "churn", "status")
 
 
-def add_tool_commands(commands: Any, *, default_nats: str) -> None:
+def add_tool_commands(commands: Any) -> None:
     """Add the six tool subcommands to `commands` (an argparse subparsers object)."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--nats", default=os.environ.get("REPO_READER_NATS_URL", default_nats))
-    common.add_argument("--json", action="store_true", help="print the answer as JSON")
     common.add_argument("--timeout", type=float, default=30.0)
     pinned = argparse.ArgumentParser(add_help=False, parents=[common])
     pinned.add_argument("repo", metavar="OWNER/NAME")

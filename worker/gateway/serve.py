@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 from pathlib import Path
+from types import FrameType
 
 import uvicorn
 
 from worker.gateway.jsonrpc import create_app
+from worker.service.interrupts import exit_at_once, interruptible
 from worker.service.readiness import write_ready
 from worker.service.server import NatsCredentials
 
@@ -16,7 +19,8 @@ DEFAULT_PORT = 9876
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, writing a ready file once it listens and removing it on exit."""
+    """uvicorn's server, writing a ready file once it listens and removing it on exit; a second
+    Ctrl-C ends it at once."""
 
     def __init__(self, config: uvicorn.Config, ready_file: Path | None) -> None:
         super().__init__(config)
@@ -26,6 +30,11 @@ class _Server(uvicorn.Server):
         await super().startup(sockets=sockets)  # type: ignore[arg-type]
         if self.ready_file is not None and self.started:
             write_ready(self.ready_file, "gateway")
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            exit_at_once(sig)  # not uvicorn's forced exit, which still waits for the lifespan
+        super().handle_exit(sig, frame)
 
     async def shutdown(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
         if self.ready_file is not None:
@@ -68,7 +77,7 @@ def serve_mcp(
     from worker.gateway.mcp_bridge import http_app, serve_stdio
 
     if transport == "stdio":
-        asyncio.run(serve_stdio(nats_url))
+        asyncio.run(interruptible(serve_stdio(nats_url)))
         return 0
     config = uvicorn.Config(
         http_app(nats_url, host=host),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -88,31 +89,51 @@ class _IndexTimings:
 
 
 class _Progress(pygit2.RemoteCallbacks):
-    """Reports transfer progress at most every half second."""
+    """Reports a fetch's progress at most every half second: the server's own messages while
+    it counts and compresses (before a byte of the pack arrives: tens of seconds for a large
+    repository), then the transfer; the first and last message of each phase always."""
 
     def __init__(self, name: str, report: ProgressCallback | None) -> None:
         super().__init__()
         self._name = name
         self._report = report
         self._last = 0.0
+        self._said = ""
+        self._phase = ""
+        self._partial = ""
+
+    def sideband_progress(self, string: str) -> None:
+        # The server's progress lines, "\r"-ended while a count goes up ("Counting objects:
+        # 42% (420/1000)\r", then "... 100% (1000/1000), done.\n"), in pieces cut anywhere.
+        *lines, self._partial = re.split(r"[\r\n]", self._partial + string)
+        for line in filter(None, (line.strip() for line in lines)):
+            phase = line.partition(":")[0]
+            first, self._phase = phase != self._phase, phase
+            self._say(f"remote: {line}", always=first or line.endswith("done."))
 
     def transfer_progress(self, stats: pygit2.remotes.TransferProgress) -> None:
-        now = time.monotonic()
         done = (
             stats.received_objects == stats.total_objects
             and stats.indexed_deltas == stats.total_deltas
         )
-        if self._report is None or (now - self._last < 0.5 and not done):
-            return
-        self._last = now
+        first, self._phase = self._phase != "receiving", "receiving"
         total = max(stats.total_objects, 1)
-        self._report(
-            self._name,
+        self._say(
             f"receiving objects {100 * stats.received_objects // total}% "
             f"({stats.received_objects}/{stats.total_objects}), "
             f"{stats.received_bytes / 2**20:.1f} MiB, "
             f"deltas {stats.indexed_deltas}/{stats.total_deltas}",
+            always=first or done,
         )
+
+    def _say(self, message: str, *, always: bool) -> None:
+        now = time.monotonic()
+        if self._report is None or message == self._said:
+            return
+        if now - self._last < 0.5 and not always:
+            return
+        self._last, self._said = now, message
+        self._report(self._name, message)
 
 
 class Mirror:

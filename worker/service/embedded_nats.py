@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -112,6 +114,17 @@ class EmbeddedNats:
         for stale in self._directory().glob("*.ports"):
             stale.unlink()
         self._launch(self.port, timeout)
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The server stopped (SIGSTOP) inside the block: connections stay open and nothing is
+        answered, as from a server that hangs; it goes on after the block."""
+        assert self._process is not None
+        self._process.send_signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            self._process.send_signal(signal.SIGCONT)
 
     def _directory(self) -> Path:
         assert self._dir is not None

@@ -17,7 +17,6 @@ import contextvars
 import functools
 import math
 import os
-import signal
 import time
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
@@ -45,6 +44,7 @@ from contracts.subjects import (
 from worker.errors import ConfigError, ConnectionLost
 from worker.service import exchange
 from worker.service.codec import Codec, Codecs
+from worker.service.interrupts import StopOnSignals
 from worker.service.readiness import write_ready
 from worker.service.replies import body_budget, check_fit
 
@@ -366,33 +366,35 @@ async def run_service(
     closed: asyncio.Event | None = None,
     beside: Callable[[asyncio.Event], Coroutine[Any, Any, None]] | None = None,
 ) -> None:
-    """Start `service` and run `beside(stop)` next to it until `stop` is set (or SIGTERM/SIGINT
-    arrives); then cancel what runs beside it and drain.
+    """Start `service` and run `beside(stop)` next to it until `stop` is set; then cancel what
+    runs beside it and drain.
+
+    Without `stop`, SIGTERM or SIGINT stops it (a second one ends the process at once); a
+    caller giving `stop` decides when to stop, and what signals do.
 
     If `closed` (the connection's, from `connect_service`) is set first, the connection is gone
     for good: the service is abandoned (its ready file removed) and ConnectionLost raised.
     """
-    stop = stop or asyncio.Event()
+    signals: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
+    if stop is None:
+        stop = asyncio.Event()
+        signals = StopOnSignals(stop.set)  # a second signal, e.g. during a long drain, exits
     closed = closed or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    companion = asyncio.create_task(beside(stop)) if beside is not None else None
-    lost = False
-    try:
-        await service.start()
-        lost = await _first_of(stop, closed) is closed
-    finally:
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(signum)
-        if companion is not None:
-            companion.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await companion
-        if lost:
-            service.abandon()
-        else:
-            await service.drain()
+    with signals:
+        companion = asyncio.create_task(beside(stop)) if beside is not None else None
+        lost = False
+        try:
+            await service.start()
+            lost = await _first_of(stop, closed) is closed
+        finally:
+            if companion is not None:
+                companion.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await companion
+            if lost:
+                service.abandon()
+            else:
+                await service.drain()
     if lost:
         raise ConnectionLost("the NATS connection closed for good; exiting so as to be restarted")
 

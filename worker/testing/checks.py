@@ -18,10 +18,10 @@ from worker.capabilities.history import check_churn, check_history
 from worker.capabilities.research import (
     ResearchChecks,
     check_research,
-    check_root_licenses,
     license_admits,
     licenses_not_allowed,
     line_weight,
+    omit_unlicensed,
     research_scope,
     revision_for,
 )
@@ -32,11 +32,11 @@ __all__ = [
     "ResearchChecks",
     "check_research",
     "check_root_license",
-    "check_root_licenses",
     "check_tool",
     "license_admits",
     "licenses_not_allowed",
     "line_weight",
+    "omit_unlicensed",
     "research_scope",
     "revision_for",
 ]

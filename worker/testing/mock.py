@@ -453,7 +453,10 @@ class MockRepoReader:
             for name in scope
         }
         required = request.license_constraints.require_license
-        checks.check_root_licenses({n: p.repo.license for n, p in pins.items()}, required=required)
+        omitted = checks.omit_unlicensed(
+            {n: p.repo.license for n, p in pins.items()}, required=required
+        )
+        pins = {n: p for n, p in pins.items() if n not in {o.repo for o in omitted}}
         self._simulated(Subject.RESEARCH)
         candidates = list(self._research(request) if self._research else self._artifacts)
         for artifact in candidates:
@@ -503,6 +506,7 @@ class MockRepoReader:
                 for name, p in pins.items()
             ),
             artifacts=tuple(artifacts),
+            omitted=omitted,
         )
 
     def _answer_tool(self, subject: Subject, request: Any, request_id: str) -> msgspec.Struct:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contracts import RepoReaderRequest, ResearchArtifact
+from contracts import OmittedRepo, RepoReaderRequest, ResearchArtifact
 from tests.support.cache import SAMPLE_FILES, MirroredCache, SourceFactory
 from tests.support.gitrepos import BSD_3_CLAUSE, MIT_LICENSE, Content, commit, init_repo
 from worker.capabilities.research import ResearchAnswer, ResearchService
@@ -177,19 +177,29 @@ def test_licenses_come_from_the_mirrors_identifications(sample: MirroredCache) -
     assert answer.resolved[0].license == "MIT"
 
 
-def test_missing_license_fails_the_whole_request(
+def test_unlicensed_repositories_are_left_out_and_named(
     cache: MirroredCache, make_source: SourceFactory
 ) -> None:
-    """A repository in scope without a license is LICENSE_UNAVAILABLE, with no partial answer."""
+    """A repository without a license is left out of a request that requires one, and named
+    in `omitted`; with nothing licensed left in scope, the request is LICENSE_UNAVAILABLE
+    (the field that lifts it named); accepting unlicensed sources takes it in."""
     licensed, _ = make_source("licensed")
     bare, _ = make_source("bare", {"tool.py": "def router():\n    return 'routing'\n"})
     cache.add("acme/licensed", licensed)
     cache.add("acme/bare", bare)
+    answer = ask(research(cache), "router routing")
+    assert [r.repo for r in answer.resolved] == ["acme/licensed"]
+    assert {a.repo for a in answer.artifacts} == {"acme/licensed"}
+    assert answer.omitted == (OmittedRepo(repo="acme/bare", code="LICENSE_UNAVAILABLE"),)
     with pytest.raises(LicenseUnavailable) as info:
-        ask(research(cache), "router routing")
-    assert info.value.details["repos"] == ["acme/bare"]
+        ask(research(cache), "router routing", repo_constraints={"allowlist": ["acme/bare"]})
+    assert info.value.details == {
+        "repos": ["acme/bare"],
+        "lifted_by": "license_constraints.require_license",
+    }
     answer = ask(research(cache), "router routing", license_constraints={"require_license": False})
     assert {a.license for a in answer.artifacts if a.repo == "acme/bare"} == {"NOASSERTION"}
+    assert answer.omitted == ()
 
 
 def test_garbage_license_text_is_no_license(

@@ -14,9 +14,9 @@ from worker.service.embedded_nats import EmbeddedNats
 
 
 def run(
-    *args: str, cwd: Path | None = None, timeout: float = 120
+    *args: str, cwd: Path | None = None, timeout: float = 120, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), **(env or {})}
     env.pop("REPO_READER_CONFIG", None)
     return subprocess.run(
         [sys.executable, "-m", "worker.cli.main", *args],
@@ -107,7 +107,8 @@ def test_argument_mistakes_are_exit_2_with_a_hint(tmp_path: Path) -> None:
 
 
 def test_ask_prints_readably_and_as_json(cache: MirroredCache, make_source: SourceFactory) -> None:
-    """ask prints path:span, license and excerpt, or the whole answer as JSON."""
+    """ask prints path:span, license and excerpt, or the whole answer as JSON; the server
+    named after the subcommand, before it, or by REPO_READER_NATS_URL."""
     source, head = make_source("sample")
     cache.add("acme/sample", source)
     with EmbeddedNats() as server, WorkerProcess(cache.root, server.url):
@@ -115,9 +116,9 @@ def test_ask_prints_readably_and_as_json(cache: MirroredCache, make_source: Sour
             "ask", "how do I register a route", "--repo", "acme/sample", "--nats", server.url
         )
         as_json = run(
-            "ask", "load the configuration", "--nats", server.url, "--json", "--max-excerpts", "2"
+            "--nats", server.url, "--json", "ask", "load the configuration", "--max-excerpts", "2"
         )
-        refused = run("ask", "the", "--nats", server.url)
+        refused = run("ask", "the", env={"REPO_READER_NATS_URL": server.url})
     assert readable.returncode == 0, readable.stderr
     assert f"# acme/sample @ {head} (refs/heads/main) license=MIT" in readable.stdout
     assert "acme/sample:sample/routing.py:L" in readable.stdout
@@ -127,6 +128,26 @@ def test_ask_prints_readably_and_as_json(cache: MirroredCache, make_source: Sour
     assert 0 < len(document["artifacts"]) <= 2
     assert refused.returncode == 2  # the server refused the arguments
     assert refused.stderr.startswith("repo-reader: REQUEST_TOO_BROAD:")
+
+
+def test_ask_leaves_out_an_unlicensed_repository(
+    cache: MirroredCache, make_source: SourceFactory
+) -> None:
+    """ask over every repository leaves out one without a license and says so; asked alone,
+    it is exit 2 with the flag that lifts the refusal."""
+    source, _ = make_source("sample")
+    cache.add("acme/sample", source)
+    bare, _ = make_source("bare", {"routes.py": "def register_route(path):\n    return path\n"})
+    cache.add("acme/bare", bare)
+    with EmbeddedNats() as server, WorkerProcess(cache.root, server.url):
+        every = run("ask", "register a route", "--nats", server.url)
+        alone = run("ask", "register a route", "--repo", "acme/bare", "--nats", server.url)
+    assert every.returncode == 0, every.stderr
+    assert "# acme/bare left out: LICENSE_UNAVAILABLE" in every.stdout
+    assert "acme/sample:sample/routing.py:L" in every.stdout
+    assert alone.returncode == 2
+    assert alone.stderr.startswith("repo-reader: LICENSE_UNAVAILABLE: no license")
+    assert "hint: --no-require-license accepts unlicensed sources" in alone.stderr
 
 
 def test_ask_without_a_server_fails_cleanly(tmp_path: Path) -> None:

@@ -77,6 +77,7 @@ def research(reader: MockRepoReader, request: object, **options: Any) -> Researc
                 request_id=batches[0].request_id,
                 resolved=batches[0].resolved,
                 artifacts=tuple(a for b in batches for a in b.artifacts),
+                omitted=batches[0].omitted,
             )
 
     return run(ask())
@@ -236,8 +237,12 @@ def test_research_cuts_excerpts_to_the_requested_size(reader: MockRepoReader) ->
 
 
 def test_license_rules_hold() -> None:
-    """No root license: refused unless accepted; only refused licenses: LICENSE_NOT_ALLOWED."""
+    """No root license: left out (and named) among others, refused alone unless accepted;
+    only refused licenses: LICENSE_NOT_ALLOWED."""
     reader = MockRepoReader(repos=[FLASK, MockRepo("acme/bare", license=None)])
+    everywhere = research(reader, {"query": "sign"})
+    assert [r.repo for r in everywhere.resolved] == [FLASK]
+    assert [(o.repo, o.code) for o in everywhere.omitted] == [("acme/bare", "LICENSE_UNAVAILABLE")]
     bare = {"query": "sign", "repo_constraints": {"allowlist": ["acme/bare"]}}
     assert isinstance(refusal(reader, Subject.RESEARCH, bare), LicenseUnavailable)
     unlicensed = reader.add_excerpt("acme/bare", "x.py", "sign")

@@ -11,9 +11,12 @@ this overlaps the fetch. A pool serves one build.
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import multiprocessing.context
 import multiprocessing.forkserver
+import multiprocessing.resource_tracker
 import os
+import signal
 import sys
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -116,10 +119,25 @@ def _start_worker(counter: Synchronized[int], gate: Barrier) -> None:
     and writes to each, so the worker copies their pages: 30 to 55 ms of a one-second build,
     in the first list the worker made. Frozen, they are never walked.
     """
+    _exit_with_parent()
     _shared["next"] = counter
     _gate[:] = [gate]
     warm_up()
     gc.freeze()
+
+
+def _exit_with_parent() -> None:
+    """In a build worker: exit as soon as the process that started it has gone (killed, or
+    interrupted twice), instead of waiting for its tasks for ever."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        parent.join()  # returns once the parent's end of the process's pipe is closed
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def _pass_gate() -> int:
@@ -217,7 +235,16 @@ def fork_server() -> multiprocessing.context.ForkServerContext:
     """
     context = get_context("forkserver")
     context.set_forkserver_preload(fork_server_preload())
-    multiprocessing.forkserver.ensure_running()
+    # The server, and every worker it forks, with SIGINT blocked (as the resource tracker
+    # is): a Ctrl-C reaches the whole process group, and this process decides what it does
+    # (it shuts its pool down) rather than each of them printing a KeyboardInterrupt. The
+    # tracker first: starting it unblocks SIGINT.
+    multiprocessing.resource_tracker.ensure_running()
+    unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
     return context
 
 
