@@ -1,0 +1,190 @@
+"""The churn report: hotspot modules, files and entities over each of `[docs] churn_windows`.
+
+Windows end at the head's committer time, so the report depends on the head alone. Modules
+are counted by `git.churn`'s own tally; files and entities by one walk of the widest window
+(merges skipped, the newest `[tools] churn_max_commits` kept), each change's new-side lines
+mapped to the innermost definition holding them in that commit's version of the file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Final
+
+from worker.capabilities.history import (
+    DAY,
+    first_parent_diff,
+    module_churn,
+    walk_window,
+    window_days,
+)
+from worker.docs.source import DocSource
+from worker.docs.writing import Bounded, code, markdown_head
+from worker.index.analysis.definitions import definitions
+from worker.index.analysis.grammars import grammar_of
+from worker.repos.excerpts import is_binary
+
+TOP: Final = 15
+"""Rows per table."""
+MODULE_DEPTH: Final = 2
+CHANGES_PER_FILE: Final = 200
+"""Versions of one hot file whose definitions are parsed, newest first."""
+WALK_SECONDS: Final = 1800.0
+
+
+@dataclass(slots=True)
+class _Change:
+    """One commit's change to one file: when, the new blob, and the new-side lines touched."""
+
+    time: int
+    commit: str
+    blob: str
+    rows: list[tuple[int, int]] = field(default_factory=list)
+    """0-based, inclusive."""
+
+
+@dataclass(slots=True)
+class _Walk:
+    changes: dict[str, list[_Change]] = field(default_factory=lambda: defaultdict(list))
+    examined: int = 0
+    truncated: bool = False
+
+
+def _walk(source: DocSource, since: int) -> _Walk:
+    walk = _Walk()
+    limit = source.config.tools.churn_max_commits
+    deadline = time.monotonic() + WALK_SECONDS
+    for commit in walk_window(source.repo, source.commit, since, deadline, "docs.churn"):
+        if len(commit.parents) > 1:
+            continue
+        if walk.examined == limit:
+            walk.truncated = True
+            break
+        walk.examined += 1
+        for patch in first_parent_diff(commit):
+            if patch is None or patch.delta.status_char() == "D":
+                continue
+            change = _Change(commit.commit_time, str(commit.id), str(patch.delta.new_file.id))
+            for hunk in patch.hunks:
+                first = max(hunk.new_start - 1, 0)
+                change.rows.append((first, first + max(hunk.new_lines, 1) - 1))
+            walk.changes[str(patch.delta.new_file.path)].append(change)
+    return walk
+
+
+def _entities_touched(source: DocSource, path: str, changes: list[_Change]) -> list[set[str]]:
+    """For each change, the qualified names of the innermost definitions its lines touch."""
+    parsed: dict[str, list[tuple[int, int, str]]] = {}
+    found: list[set[str]] = []
+    for change in changes[:CHANGES_PER_FILE]:
+        rows = parsed.get(change.blob)
+        if rows is None:
+            data = source.data(change.blob)
+            grammar = None if is_binary(data) else grammar_of(path, data)
+            rows = []
+            if grammar is not None and len(data) <= source.config.server.max_blob_bytes:
+                try:
+                    data.decode("utf-8")
+                except UnicodeDecodeError:
+                    pass  # the parser takes valid UTF-8 only
+                else:
+                    found_rows = definitions(data, grammar, None).rows()
+                    rows = [(first, last, name) for first, last, name, _ in found_rows]
+            parsed[change.blob] = rows
+        touched: set[str] = set()
+        for first, last in change.rows:
+            inner = [
+                (end - start, name) for start, end, name in rows if start <= last and first <= end
+            ]
+            # The innermost: the shortest definition overlapping the change, per change hunk.
+            if inner:
+                touched.add(min(inner)[1])
+        found.append(touched)
+    return found
+
+
+def render_churn_report(source: DocSource) -> str:
+    """The report as Markdown."""
+    config = source.config
+    windows = [(w, window_days(w)) for w in config.docs.churn_windows]
+    end = source.commit_time
+    widest = max(days for _, days in windows)
+    walk = _walk(source, end - widest * DAY)
+    out = Bounded(config.docs.max_document_chars)
+    out.must(
+        *markdown_head(
+            source,
+            "Churn report",
+            "Where the code changed most, over windows ending at the head's committer time "
+            f"({source.generated_at:%Y-%m-%d}); merges are not counted.",
+        )
+    )
+    if walk.truncated:
+        out.must(
+            f"_The widest window holds more than {config.tools.churn_max_commits} commits: "
+            "files and entities are counted over the newest ones only._",
+            "",
+        )
+    for label, days in windows:
+        since = end - days * DAY
+        tally = module_churn(
+            source.repo,
+            source.commit,
+            days=days,
+            depth=MODULE_DEPTH,
+            lines=True,
+            max_commits=config.tools.churn_max_commits,
+            deadline=time.monotonic() + WALK_SECONDS,
+            stage="docs.churn",
+        )
+        start = dt.datetime.fromtimestamp(since, dt.UTC)
+        out.must(
+            f"## {label}: {start:%Y-%m-%d} to {source.generated_at:%Y-%m-%d}",
+            "",
+            f"{tally.examined} commits{' (the newest only)' if tally.truncated else ''}, "
+            f"{len(tally.modules)} modules touched.",
+            "",
+        )
+        if not tally.examined:
+            continue
+        out.must("### Hotspot modules", "", "| module | commits | files | lines changed |")
+        out.must("|---|---:|---:|---:|")
+        for module in tally.modules[:TOP]:
+            out.add(
+                f"| {code(module.path)} | {module.commit_count} | {module.files_changed} | "
+                f"{module.lines_changed} |"
+            )
+        files = Counter(
+            {
+                path: sum(1 for c in changes if c.time >= since)
+                for path, changes in walk.changes.items()
+            }
+        )
+        ranked_files = sorted(files.items(), key=lambda kv: (-kv[1], kv[0]))
+        hot = [(path, n) for path, n in ranked_files if n][: config.docs.churn_hot_files]
+        out.must("", "### Hotspot files", "", "| file | commits |", "|---|---:|")
+        for path, count in hot[:TOP]:
+            out.add(f"| {code(path)} | {count} |")
+        entities: Counter[tuple[str, str]] = Counter()
+        for path, _ in hot:
+            recent = [c for c in walk.changes[path] if c.time >= since]
+            for touched in _entities_touched(source, path, recent):
+                for name in touched:
+                    entities[(path, name)] += 1
+        out.must(
+            "",
+            "### Hotspot entities",
+            "",
+            f"Definitions in the {len(hot)} hot files, by the commits that changed their lines.",
+            "",
+            "| entity | file | commits |",
+            "|---|---|---:|",
+        )
+        by_count = sorted(entities.items(), key=lambda kv: (-kv[1], kv[0]))
+        for (path, name), count in by_count[:TOP]:
+            out.add(f"| {code(name)} | {code(path)} | {count} |")
+        out.must("")
+    return out.text("rows")
