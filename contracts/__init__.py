@@ -18,6 +18,7 @@ from contracts.code import (
     DirectoryEntry,
 )
 from contracts.docs import (
+    DOC_PATHS,
     DOC_TYPES,
     DOCS_REF,
     DocsRegenerateRequest,
@@ -89,6 +90,7 @@ __all__ = [
     "CONTENT_TYPE_MSGPACK",
     "DEFAULT_INBOX_PREFIX",
     "DOCS_REF",
+    "DOC_PATHS",
     "DOC_TYPES",
     "HEADER_CONTENT_TYPE",
     "HEADER_REQUEST_ID",

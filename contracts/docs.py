@@ -28,6 +28,15 @@ DOC_TYPES: Final[tuple[DocType, ...]] = (
     "architecture",
 )
 """Every document the engine can generate, in the order it lists them."""
+DOC_PATHS: Final[dict[DocType, str]] = {
+    "repo_map": "repo-map.md",
+    "api_index": "api-index.md",
+    "license_report": "license-report.spdx",
+    "churn_report": "churn-report.md",
+    "architecture": "architecture.md",
+}
+"""Where each document is in the tree of `DOCS_REF` (a license report too large for one read
+continues in `license-report.part-N.spdx` files beside it)."""
 
 DocTypes = Annotated[tuple[DocType, ...], Meta(min_length=1, max_length=len(DOC_TYPES))]
 

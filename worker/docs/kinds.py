@@ -19,12 +19,12 @@ from typing import Final, Literal
 
 import pygit2
 
-from contracts.docs import DocType
+from contracts.docs import DOC_PATHS, DocType
 from worker.config import Config
 from worker.docs.api_index import render_api_index
 from worker.docs.architecture import render_architecture
 from worker.docs.churn_report import render_churn_report
-from worker.docs.license_report import REPORT_PATH, render_license_report
+from worker.docs.license_report import render_license_report
 from worker.docs.repo_map import render_repo_map
 from worker.docs.source import DocSource, tree_files
 from worker.index.analysis.grammars import grammar_of
@@ -58,23 +58,31 @@ def _bounds(config: Config) -> str:
 
 KINDS: Final[dict[DocType, DocKind]] = {
     "repo_map": DocKind(
-        "repo_map", "repo-map.md", "tree", _one("repo-map.md", render_repo_map), _bounds
+        "repo_map",
+        DOC_PATHS["repo_map"],
+        "tree",
+        _one(DOC_PATHS["repo_map"], render_repo_map),
+        _bounds,
     ),
     "api_index": DocKind(
-        "api_index", "api-index.md", "sources", _one("api-index.md", render_api_index), _bounds
+        "api_index",
+        DOC_PATHS["api_index"],
+        "sources",
+        _one(DOC_PATHS["api_index"], render_api_index),
+        _bounds,
     ),
     "license_report": DocKind(
         "license_report",
-        REPORT_PATH,
+        DOC_PATHS["license_report"],
         "tree",
         render_license_report,
         lambda config: f"blob={config.server.max_blob_bytes}",
     ),
     "churn_report": DocKind(
         "churn_report",
-        "churn-report.md",
+        DOC_PATHS["churn_report"],
         "history",
-        _one("churn-report.md", render_churn_report),
+        _one(DOC_PATHS["churn_report"], render_churn_report),
         lambda config: (
             f"{_bounds(config)};windows={','.join(config.docs.churn_windows)};"
             f"hot={config.docs.churn_hot_files};commits={config.tools.churn_max_commits}"
@@ -82,9 +90,9 @@ KINDS: Final[dict[DocType, DocKind]] = {
     ),
     "architecture": DocKind(
         "architecture",
-        "architecture.md",
+        DOC_PATHS["architecture"],
         "sources",
-        _one("architecture.md", render_architecture),
+        _one(DOC_PATHS["architecture"], render_architecture),
         lambda config: f"{_bounds(config)};modules={config.docs.architecture_max_modules}",
     ),
 }

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from license_expression import ExpressionError, Licensing, get_spdx_licensing
 
+from contracts.docs import DOC_PATHS
 from worker.capabilities.tooling import NO_LICENSE
 from worker.docs.source import BLOB_MODES, DocSource
 from worker.licenses import LicenseInfo, spdx_header
@@ -33,7 +34,7 @@ from worker.licenses.identify import is_license_file_name
 from worker.repos.swhid import origin_url
 from worker.service.server import service_version
 
-REPORT_PATH: Final = "license-report.spdx"
+REPORT_PATH: Final = DOC_PATHS["license_report"]
 HEADER_SOURCE: Final = "its SPDX-License-Identifier header"
 PART_MARGIN: Final = 16 * 1024
 """Room kept under `max_blob_bytes` for a part's own head."""
