@@ -76,34 +76,42 @@ def _walk(source: DocSource, since: int) -> _Walk:
 
 
 def _entities_touched(source: DocSource, path: str, changes: list[_Change]) -> list[set[str]]:
-    """For each change, the qualified names of the innermost definitions its lines touch."""
-    parsed: dict[str, list[tuple[int, int, str]]] = {}
+    """For each change, the qualified names of the definitions its lines touch (a container
+    only where none of its nested definitions is touched)."""
+    parsed: dict[str, list[tuple[int, int, str, int]]] = {}
     found: list[set[str]] = []
     for change in changes[:CHANGES_PER_FILE]:
         rows = parsed.get(change.blob)
         if rows is None:
-            data = source.data(change.blob)
-            grammar = None if is_binary(data) else grammar_of(path, data)
-            rows = []
-            if grammar is not None and len(data) <= source.config.server.max_blob_bytes:
-                try:
-                    data.decode("utf-8")
-                except UnicodeDecodeError:
-                    pass  # the parser takes valid UTF-8 only
-                else:
-                    found_rows = definitions(data, grammar, None).rows()
-                    rows = [(first, last, name) for first, last, name, _ in found_rows]
-            parsed[change.blob] = rows
-        touched: set[str] = set()
-        for first, last in change.rows:
-            inner = [
-                (end - start, name) for start, end, name in rows if start <= last and first <= end
-            ]
-            # The innermost: the shortest definition overlapping the change, per change hunk.
-            if inner:
-                touched.add(min(inner)[1])
-        found.append(touched)
+            rows = parsed[change.blob] = _definitions(source, path, change.blob)
+        hit = {
+            index
+            for index, (start, end, _, _) in enumerate(rows)
+            for first, last in change.rows
+            if start <= last and first <= end
+        }
+        containers = {rows[index][3] for index in hit}
+        found.append({rows[index][2] for index in hit if index not in containers})
     return found
+
+
+def _definitions(source: DocSource, path: str, blob: str) -> list[tuple[int, int, str, int]]:
+    """(first row, last row, qualified name, parent index) of a version's definitions."""
+    data = source.data(blob)
+    if is_binary(data) or len(data) > source.config.server.max_blob_bytes:
+        return []
+    grammar = grammar_of(path, data)
+    if grammar is None:
+        return []
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return []  # the parser takes valid UTF-8 only
+    found = definitions(data, grammar, None)
+    return [
+        (first, last, name, parent)
+        for (first, last, name, _), parent in zip(found.rows(), found.parent.tolist(), strict=True)
+    ]
 
 
 def render_churn_report(source: DocSource) -> str:

@@ -36,7 +36,7 @@ from worker.service.server import service_version
 
 REPORT_PATH: Final = DOC_PATHS["license_report"]
 HEADER_SOURCE: Final = "its SPDX-License-Identifier header"
-PART_MARGIN: Final = 16 * 1024
+PART_MARGIN: Final = 4096
 """Room kept under `max_blob_bytes` for a part's own head."""
 _REF_CHARS: Final = re.compile(r"[^A-Za-z0-9.-]+")
 
