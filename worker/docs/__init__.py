@@ -1,7 +1,11 @@
 """The documentation engine (seed 002): documents generated from a mirrored head, committed
-by the mirror on `refs/repo-reader/docs`."""
+by the mirror on `refs/repo-reader/docs`.
 
-from worker.docs.engine import DocsEngine, Freshness, Regeneration, freshness
+Only the read side is re-exported here, so that workers importing it never load the writer:
+the mirror imports `worker.docs.engine` itself.
+"""
+
+from worker.docs.freshness import Freshness, freshness, out_of_date
 from worker.docs.kinds import KINDS, fingerprints
 
-__all__ = ["KINDS", "DocsEngine", "Freshness", "Regeneration", "fingerprints", "freshness"]
+__all__ = ["KINDS", "Freshness", "fingerprints", "freshness", "out_of_date"]

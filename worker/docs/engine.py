@@ -18,9 +18,11 @@ import structlog
 
 from contracts.docs import DocType
 from worker.config import Config
-from worker.docs.docs_ref import DocsManifest, DocsState, DocumentRecord, read_docs, write_docs
+from worker.docs.freshness import out_of_date
 from worker.docs.kinds import KINDS, fingerprints
+from worker.docs.manifest import DocsManifest, DocsState, DocumentRecord, read_docs
 from worker.docs.source import DocSource
+from worker.docs.writer import write_docs
 from worker.repos.layout import CacheLayout, MirrorState
 
 log = structlog.get_logger(__name__)
@@ -55,39 +57,6 @@ class Regeneration:
     def regenerated(self) -> list[DocType]:
         """Documents whose files this regeneration wrote anew."""
         return [d.doc_type for d in self.documents if d.regenerated]
-
-
-def out_of_date(state: DocsState | None, current: dict[DocType, str]) -> list[DocType]:
-    """The documents of `current` (type -> fingerprint at the head) that the docs ref lacks or
-    holds from other inputs."""
-    records = state.manifest.documents if state is not None else {}
-    return [
-        doc_type
-        for doc_type, inputs in current.items()
-        if doc_type not in records or records[doc_type].inputs != inputs
-    ]
-
-
-@dataclass(frozen=True, slots=True)
-class Freshness:
-    """How the docs ref stands against a head, for `repo.status`."""
-
-    docs_commit: str | None
-    stale: list[DocType]
-
-
-def freshness(
-    repo: pygit2.Repository, head: str, config: Config, doc_types: Sequence[DocType]
-) -> Freshness:
-    """Which of `doc_types` the docs ref lacks or holds from inputs that changed by `head`.
-
-    Reads only: workers answer `repo.status` with it.
-    """
-    docs = read_docs(repo)
-    current = fingerprints(repo, head, config, tuple(dict.fromkeys(doc_types)))
-    return Freshness(
-        docs_commit=docs.commit if docs is not None else None, stale=out_of_date(docs, current)
-    )
 
 
 class DocsEngine:

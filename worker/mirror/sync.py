@@ -37,7 +37,7 @@ from worker.repos.catalog import resolve_revision
 
 if TYPE_CHECKING:
     from contracts.docs import DocType
-    from worker.docs import Regeneration
+    from worker.docs.engine import Regeneration
     from worker.mirror.index_report import IndexReport
 from worker.repos.layout import (
     CacheLayout,
@@ -308,7 +308,7 @@ class Mirror:
     def regenerate_docs(self, name: str, doc_types: Sequence[DocType]) -> Regeneration:
         """Bring documents of `name` up to date with its mirrored head (see `worker.docs`),
         under its sync lock, so no sync moves the head meanwhile."""
-        from worker.docs import DocsEngine
+        from worker.docs.engine import DocsEngine
 
         entry = self.config.repo(name)
         if entry is None:

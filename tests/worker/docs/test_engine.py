@@ -11,7 +11,7 @@ from contracts.docs import DOC_PATHS, DOC_TYPES, DOCS_REF
 from tests.support.cache import MirroredCache, SourceFactory
 from tests.support.gitrepos import commit
 from tests.worker.docs.conftest import REPO, SHOP_FILES
-from worker.docs.docs_ref import read_docs
+from worker.docs.manifest import read_docs
 
 
 def upstream_refs(repo: pygit2.Repository) -> dict[str, str]:

@@ -1,79 +1,30 @@
-"""`refs/repo-reader/docs`: reading it anywhere, writing it only here (the engine, in the mirror).
+"""The only writer of `refs/repo-reader/docs`: the docs engine's commits, inside the mirror.
 
 Each write is one commit holding every current document (squashed: documents not written
-again are carried over unchanged), its manifest in the commit message: for each document,
-its files, the repository commit it was generated from and its inputs' fingerprint. Objects
-are written first and the ref moved last, compare-and-swap (libgit2 locks the ref file and
-renames it into place), so a reader sees the previous commit or the new one. The ref's
-history is kept to `[docs] history` commits: the oldest kept one is made a root again and
-those after it re-parented, with their trees, messages and dates unchanged.
+again are carried over unchanged), its manifest in the commit message (see
+`worker.docs.manifest`). Objects are written first and the ref moved last, compare-and-swap
+(libgit2 locks the ref file and renames it into place), so a reader sees the previous commit
+or the new one. The ref's history is kept to `[docs] history` commits: the oldest kept one is
+made a root again and those after it re-parented, with their trees, messages and dates
+unchanged.
 
 Commits carry the head's committer time and a fixed identity, so the same head and the same
-previous state give the same commit on every host.
+previous state give the same commit on every host. No worker module imports this one (a test
+walks their imports).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
 import msgspec
 import pygit2
 
 from contracts.docs import DOCS_REF
+from worker.docs.manifest import DocsManifest
 
 ENGINE_NAME: Final = "repo-reader docs engine"
 ENGINE_EMAIL: Final = "docs-engine@repo-reader.invalid"
-MANIFEST_FORMAT: Final = 1
-
-
-class DocumentRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """What the manifest says about one document."""
-
-    paths: tuple[str, ...]
-    generated_from: str
-    inputs: str
-
-
-class DocsManifest(msgspec.Struct, frozen=True, kw_only=True):
-    """Every document on the docs ref, and the head it was last checked against."""
-
-    format: int = MANIFEST_FORMAT
-    repo: str
-    head: str
-    documents: dict[str, DocumentRecord] = {}
-
-
-@dataclass(frozen=True, slots=True)
-class DocsState:
-    """The docs ref's commit and its manifest."""
-
-    commit: str
-    manifest: DocsManifest
-    tree: pygit2.Tree
-
-
-_manifest_decoder = msgspec.json.Decoder(DocsManifest)
-
-
-def read_docs(repo: pygit2.Repository) -> DocsState | None:
-    """The docs ref's state; None when the engine never wrote it (or wrote no manifest this
-    version reads, which counts as every document missing)."""
-    try:
-        ref = repo.references.get(DOCS_REF)
-    except (ValueError, pygit2.InvalidSpecError):
-        return None
-    if ref is None:
-        return None
-    commit = repo[ref.target].peel(pygit2.Commit)
-    _, _, body = commit.message.partition("\n\n")
-    try:
-        manifest = _manifest_decoder.decode(body.strip().encode())
-    except msgspec.DecodeError:
-        return None
-    if manifest.format != MANIFEST_FORMAT:
-        return None
-    return DocsState(commit=str(commit.id), manifest=manifest, tree=commit.tree)
 
 
 def write_docs(
