@@ -21,8 +21,9 @@ from worker.config import Config
 from worker.docs.freshness import out_of_date
 from worker.docs.kinds import KINDS, fingerprints
 from worker.docs.manifest import DocsManifest, DocsState, DocumentRecord, read_docs
-from worker.docs.source import DocSource
+from worker.docs.source import BLOB_MODES, DocSource
 from worker.docs.writer import write_docs
+from worker.licenses.identify import is_license_file_name
 from worker.repos.layout import CacheLayout, MirrorState
 
 log = structlog.get_logger(__name__)
@@ -134,6 +135,8 @@ class DocsEngine:
                 changed=differs,
                 seconds=round(outcomes[doc_type].seconds, 3),
             )
+        documents = {path for record in records.values() for path in record.paths}
+        _carry_root_licenses(source, files, documents)
         manifest = DocsManifest(repo=state.repo, head=head, documents=records)
         written = [d for d in stale if outcomes[d].regenerated]
         summary = (
@@ -208,6 +211,23 @@ def _blob_of(docs: DocsState | None, path: str) -> str | None:
         return str(docs.tree[path].id)
     except KeyError:
         return None
+
+
+def _carry_root_licenses(source: DocSource, files: dict[str, bytes], documents: set[str]) -> None:
+    """Put the head's root license files at the root of the docs tree (the same blobs).
+
+    The documents quote the repository's code, so they are under its license, and the read
+    tools resolve licenses in the docs tree as in any other: the root license, and for a file
+    without an SPDX header the license files nearest above it.
+    """
+    for path in [p for p in files if "/" not in p and p not in documents]:
+        if is_license_file_name(path):
+            del files[path]
+    for entry in source.tree:
+        name = entry.name or ""
+        licensed = name not in documents and is_license_file_name(name)
+        if licensed and entry.filemode in BLOB_MODES:
+            files[name] = source.data(str(entry.id))
 
 
 def _current_files(repo: pygit2.Repository, docs: DocsState | None) -> dict[str, bytes]:

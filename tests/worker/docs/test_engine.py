@@ -40,7 +40,8 @@ def test_first_regeneration_writes_every_document_in_one_commit(
     docs = repo.references[DOCS_REF].peel(pygit2.Commit)
     assert str(docs.id) == done.docs_commit
     assert docs.parents == []
-    assert sorted(e.name for e in docs.tree) == sorted(DOC_PATHS.values())
+    assert sorted(e.name for e in docs.tree) == sorted([*DOC_PATHS.values(), "LICENSE"])
+    assert docs.tree["LICENSE"].id == repo.revparse_single("HEAD").peel(pygit2.Tree)["LICENSE"].id
     assert upstream_refs(repo) == before
     state = read_docs(repo)
     assert state is not None
