@@ -1,9 +1,10 @@
 """The churn report: hotspot modules, files and entities over each of `[docs] churn_windows`.
 
 Windows end at the head's committer time, so the report depends on the head alone. Modules
-are counted by `git.churn`'s own tally; files and entities by one walk of the widest window
-(merges skipped, the newest `[tools] churn_max_commits` kept), each change's new-side lines
-mapped to the innermost definition holding them in that commit's version of the file.
+are counted by `git.churn`'s own tally (commits and files; lines are left to `git.churn`,
+which diffs every change); files and entities by one walk of the widest window (merges
+skipped, the newest `[tools] churn_max_commits` kept). For the hottest files only, each
+change's new-side lines are mapped to the definitions they touch in that version of the file.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Final
+
+import pygit2
 
 from worker.capabilities.history import (
     DAY,
@@ -35,15 +38,13 @@ CHANGES_PER_FILE: Final = 200
 WALK_SECONDS: Final = 1800.0
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Change:
-    """One commit's change to one file: when, the new blob, and the new-side lines touched."""
+    """One commit's change to one file: when, and its blob before (None: added) and after."""
 
     time: int
-    commit: str
-    blob: str
-    rows: list[tuple[int, int]] = field(default_factory=list)
-    """0-based, inclusive."""
+    old: str | None
+    new: str
 
 
 @dataclass(slots=True)
@@ -64,15 +65,30 @@ def _walk(source: DocSource, since: int) -> _Walk:
             walk.truncated = True
             break
         walk.examined += 1
-        for patch in first_parent_diff(commit):
-            if patch is None or patch.delta.status_char() == "D":
+        # Deltas only: which lines changed is worked out for the hot files alone.
+        for delta in first_parent_diff(commit).deltas:
+            status = delta.status_char()
+            if status == "D":
                 continue
-            change = _Change(commit.commit_time, str(commit.id), str(patch.delta.new_file.id))
-            for hunk in patch.hunks:
-                first = max(hunk.new_start - 1, 0)
-                change.rows.append((first, first + max(hunk.new_lines, 1) - 1))
-            walk.changes[str(patch.delta.new_file.path)].append(change)
+            old = str(delta.old_file.id) if status != "A" else None
+            walk.changes[str(delta.new_file.path)].append(
+                _Change(commit.commit_time, old, str(delta.new_file.id))
+            )
     return walk
+
+
+def _rows_changed(source: DocSource, change: _Change) -> list[tuple[int, int]]:
+    """The new-side rows (0-based, inclusive) a change touched: every row of an added file."""
+    new = source.repo[change.new].peel(pygit2.Blob)
+    if change.old is None:
+        return [(0, max(new.data.count(b"\n"), 1) - 1)]
+    old = source.repo[change.old].peel(pygit2.Blob)
+    patch = pygit2.Patch.create_from(old, new, context_lines=0)
+    rows = []
+    for hunk in patch.hunks:
+        first = max(hunk.new_start - 1, 0)
+        rows.append((first, first + max(hunk.new_lines, 1) - 1))
+    return rows
 
 
 def _entities_touched(source: DocSource, path: str, changes: list[_Change]) -> list[set[str]]:
@@ -81,13 +97,14 @@ def _entities_touched(source: DocSource, path: str, changes: list[_Change]) -> l
     parsed: dict[str, list[tuple[int, int, str, int]]] = {}
     found: list[set[str]] = []
     for change in changes[:CHANGES_PER_FILE]:
-        rows = parsed.get(change.blob)
+        rows = parsed.get(change.new)
         if rows is None:
-            rows = parsed[change.blob] = _definitions(source, path, change.blob)
+            rows = parsed[change.new] = _definitions(source, path, change.new)
+        changed = _rows_changed(source, change) if rows else []
         hit = {
             index
             for index, (start, end, _, _) in enumerate(rows)
-            for first, last in change.rows
+            for first, last in changed
             if start <= last and first <= end
         }
         containers = {rows[index][3] for index in hit}
@@ -143,7 +160,7 @@ def render_churn_report(source: DocSource) -> str:
             source.commit,
             days=days,
             depth=MODULE_DEPTH,
-            lines=True,
+            lines=False,
             max_commits=config.tools.churn_max_commits,
             deadline=time.monotonic() + WALK_SECONDS,
             stage="docs.churn",
@@ -158,13 +175,10 @@ def render_churn_report(source: DocSource) -> str:
         )
         if not tally.examined:
             continue
-        out.must("### Hotspot modules", "", "| module | commits | files | lines changed |")
-        out.must("|---|---:|---:|---:|")
+        out.must("### Hotspot modules", "", "| module | commits | files changed |")
+        out.must("|---|---:|---:|")
         for module in tally.modules[:TOP]:
-            out.add(
-                f"| {code(module.path)} | {module.commit_count} | {module.files_changed} | "
-                f"{module.lines_changed} |"
-            )
+            out.add(f"| {code(module.path)} | {module.commit_count} | {module.files_changed} |")
         files = Counter(
             {
                 path: sum(1 for c in changes if c.time >= since)

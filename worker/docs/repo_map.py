@@ -73,6 +73,9 @@ def render_repo_map(source: DocSource) -> str:
     chosen: dict[int, list[str]] = {}
     budget = Bounded(out.max_chars - out.used)
     for file_node in ranked:
+        if budget.full:
+            budget.left_out += 1  # nothing more fits: not even read
+            continue
         block = _file_block(source, facts, file_node)
         if budget.add(*block):
             chosen[file_node] = block
