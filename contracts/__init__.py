@@ -17,6 +17,14 @@ from contracts.code import (
     CodeSearchResponse,
     DirectoryEntry,
 )
+from contracts.docs import (
+    DOC_PATHS,
+    DOC_TYPES,
+    DOCS_REF,
+    DocsRegenerateRequest,
+    DocsRegenerateResponse,
+    DocumentState,
+)
 from contracts.errors import ErrorCode, ErrorReply, RepoReaderError, ResponseEnvelope
 from contracts.git import (
     CommitSummary,
@@ -67,6 +75,7 @@ from contracts.subjects import (
     HEADER_REQUEST_ID,
     HEADER_SERVICE_ERROR,
     HEADER_SERVICE_ERROR_CODE,
+    MIRROR_SUBJECTS,
     QUEUE_GROUP,
     REQUEST_ID_MAX_LENGTH,
     REQUEST_ID_PATTERN,
@@ -81,10 +90,14 @@ __all__ = [
     "CONTENT_TYPE_JSON",
     "CONTENT_TYPE_MSGPACK",
     "DEFAULT_INBOX_PREFIX",
+    "DOCS_REF",
+    "DOC_PATHS",
+    "DOC_TYPES",
     "HEADER_CONTENT_TYPE",
     "HEADER_REQUEST_ID",
     "HEADER_SERVICE_ERROR",
     "HEADER_SERVICE_ERROR_CODE",
+    "MIRROR_SUBJECTS",
     "QUEUE_GROUP",
     "REQUEST_ID_MAX_LENGTH",
     "REQUEST_ID_PATTERN",
@@ -99,6 +112,9 @@ __all__ = [
     "CodeSearchResponse",
     "CommitSummary",
     "DirectoryEntry",
+    "DocsRegenerateRequest",
+    "DocsRegenerateResponse",
+    "DocumentState",
     "EdgeChange",
     "EntityChange",
     "EntityDetails",

@@ -15,6 +15,7 @@ from contracts.code import (
     CodeSearchRequest,
     CodeSearchResponse,
 )
+from contracts.docs import DocsRegenerateRequest, DocsRegenerateResponse
 from contracts.errors import ErrorReply
 from contracts.git import GitChurnRequest, GitChurnResponse, GitHistoryRequest, GitHistoryResponse
 from contracts.graph import (
@@ -43,10 +44,11 @@ MESSAGES: Final[dict[Subject, tuple[type[msgspec.Struct], type[msgspec.Struct]]]
     Subject.GRAPH_TRAVERSE: (GraphTraverseRequest, GraphTraverseResponse),
     Subject.GRAPH_RETRIEVE: (GraphRetrieveRequest, GraphRetrieveResponse),
     Subject.GRAPH_DIFF: (GraphDiffRequest, GraphDiffResponse),
+    Subject.DOCS_REGENERATE: (DocsRegenerateRequest, DocsRegenerateResponse),
     Subject.ADMIN_SYNC: (SyncRequest, SyncResponse),
     Subject.ADMIN_REBUILD_INDEX: (RebuildIndexRequest, RebuildIndexResponse),
 }
-"""Request and response type of every subject that is served (admin ones by the mirror)."""
+"""Request and response type of every subject that is served (`MIRROR_SUBJECTS` by the mirror)."""
 
 BATCHED: Final[dict[Subject, str | None]] = {
     Subject.RESEARCH: "artifacts",
@@ -60,6 +62,7 @@ BATCHED: Final[dict[Subject, str | None]] = {
     Subject.GRAPH_TRAVERSE: "nodes",
     Subject.GRAPH_RETRIEVE: "entities",
     Subject.GRAPH_DIFF: "entities",
+    Subject.DOCS_REGENERATE: None,
     Subject.ADMIN_SYNC: None,
     Subject.ADMIN_REBUILD_INDEX: None,
 }

@@ -28,6 +28,7 @@ class Subject(enum.StrEnum):
     GRAPH_TRAVERSE = f"{PREFIX}.graph.traverse"
     GRAPH_RETRIEVE = f"{PREFIX}.graph.retrieve"
     GRAPH_DIFF = f"{PREFIX}.graph.diff"
+    DOCS_REGENERATE = f"{PREFIX}.docs.regenerate"
     ADMIN_SYNC = f"{PREFIX}.admin.sync"
     ADMIN_REBUILD_INDEX = f"{PREFIX}.admin.rebuild_index"
 
@@ -37,8 +38,10 @@ class Subject(enum.StrEnum):
         return self.value.removeprefix(f"{PREFIX}.")
 
 
-WORKER_SUBJECTS: Final = tuple(s for s in Subject if not s.capability.startswith("admin."))
 ADMIN_SUBJECTS: Final = (Subject.ADMIN_SYNC, Subject.ADMIN_REBUILD_INDEX)
+MIRROR_SUBJECTS: Final = (Subject.DOCS_REGENERATE, *ADMIN_SUBJECTS)
+"""Served by the mirror (the only writer of the cache), in its own queue group; never by workers."""
+WORKER_SUBJECTS: Final = tuple(s for s in Subject if s not in MIRROR_SUBJECTS)
 
 REQUEST_STREAM: Final = "REPO_READER_REQUESTS"
 """The JetStream stream of durable requests (sandbox/nats.conf names it)."""

@@ -15,6 +15,7 @@ from typing import Annotated, Final
 import msgspec
 from msgspec import Meta
 
+from contracts.docs import DOC_TYPES, DocType
 from worker.errors import ConfigError
 
 CONFIG_FILENAME: Final = "repo-reader.toml"
@@ -120,6 +121,8 @@ class Capabilities(_Section, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     graph_traverse: CapabilityConfig = CapabilityConfig()
     graph_retrieve: CapabilityConfig = CapabilityConfig()
     graph_diff: CapabilityConfig = CapabilityConfig()
+    docs_regenerate: CapabilityConfig = CapabilityConfig(rate_per_minute=6)
+    """Served by the mirror; limited by default, the seed's guard against an agent in a loop."""
 
     def get(self, capability: str) -> CapabilityConfig:
         """The table of a capability named as in its subject, e.g. ``code.search``."""
@@ -152,6 +155,35 @@ class MirrorConfig(_Section, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     """The newest commits whose messages and changed files research weighs; 0: none."""
 
 
+ChurnWindow = Annotated[str, Meta(pattern=r"^[1-9][0-9]{0,3}[dwmy]$")]
+
+
+class DocsConfig(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What the documentation engine (in the mirror) may generate, and its bounds."""
+
+    types: tuple[DocType, ...] = DOC_TYPES
+    """The document types a `docs.regenerate` request may ask for; others are refused."""
+    scheduled: tuple[DocType, ...] = ()
+    """Types the mirror service regenerates on its own after each scheduled sync."""
+    history: Annotated[int, Meta(ge=1, le=1000)] = 20
+    """Commits kept on `refs/repo-reader/docs`; older ones are dropped (the rest re-parented)."""
+    max_document_chars: Annotated[int, Meta(ge=4096)] = 131_072
+    """The repository map, API index, churn report and architecture note stay under this
+    (about what an agent's context takes); what does not fit is counted, not listed."""
+    churn_windows: tuple[ChurnWindow, ...] = ("7d", "1m", "1y")
+    churn_hot_files: Annotated[int, Meta(ge=1, le=200)] = 15
+    """Files whose entities the churn report breaks down (the most active ones)."""
+    architecture_max_modules: Annotated[int, Meta(ge=2, le=500)] = 40
+    """The import graph groups files into at most this many modules (directories)."""
+
+    def __post_init__(self) -> None:
+        extra = sorted(set(self.scheduled) - set(self.types))
+        if extra:
+            raise msgspec.ValidationError(
+                f"docs.scheduled names types that docs.types does not allow: {', '.join(extra)}"
+            )
+
+
 class PolicyConfig(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Server-side access policy."""
 
@@ -176,6 +208,7 @@ class Config(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True):
     policy: PolicyConfig = PolicyConfig()
     capabilities: Capabilities = Capabilities()
     tools: ToolLimits = ToolLimits()
+    docs: DocsConfig = DocsConfig()
     repos: tuple[RepoEntry, ...] = ()
 
     def __post_init__(self) -> None:

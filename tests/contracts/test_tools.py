@@ -25,10 +25,11 @@ TOOL_SUBJECTS = [s for s in MESSAGES if s != Subject.RESEARCH and s not in ADMIN
 
 
 def test_every_tool_subject_is_registered() -> None:
-    """Each of the six tool subjects and four graph subjects has a request and a response type."""
+    """Each of the six tool subjects, four graph subjects and docs.regenerate has a request
+    and a response type."""
     assert {s.capability for s in TOOL_SUBJECTS} == {
         "code.search", "code.read", "code.list", "git.history", "git.churn", "repo.status",
-        "graph.search", "graph.traverse", "graph.retrieve", "graph.diff",
+        "graph.search", "graph.traverse", "graph.retrieve", "graph.diff", "docs.regenerate",
     }  # fmt: skip
 
 

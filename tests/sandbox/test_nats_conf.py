@@ -32,10 +32,11 @@ from contracts.code import (
     CodeSearchRequest,
     CodeSearchResponse,
 )
+from contracts.docs import DocsRegenerateRequest, DocsRegenerateResponse
 from contracts.repo import RepoStatusRequest, RepoStatusResponse
 from contracts.research import RepoReaderRequest, RepoReaderResponse
 from contracts.subjects import (
-    ADMIN_SUBJECTS,
+    MIRROR_SUBJECTS,
     QUEUE_GROUP,
     REQUEST_STREAM,
     WORKER_CONSUMER,
@@ -79,8 +80,8 @@ def inbox(role: str) -> str:
 
 
 def serving(subject: str) -> tuple[str, str]:
-    """The role that serves `subject` and its queue group: the mirror for admin subjects."""
-    if subject in {s.value for s in ADMIN_SUBJECTS}:
+    """The role that serves `subject` and its queue group: the mirror for its own subjects."""
+    if subject in {s.value for s in MIRROR_SUBJECTS}:
         return "mirror", MIRROR_QUEUE_GROUP
     return "worker", QUEUE_GROUP
 
@@ -127,6 +128,7 @@ REFUSED: dict[str, tuple[Action, ...]] = {
         Sub(inbox("worker")),
         Sub(Subject.RESEARCH.value, QUEUE_GROUP),  # answering in a worker's place
         Sub(Subject.RESEARCH.value),
+        Sub(Subject.DOCS_REGENERATE.value, MIRROR_QUEUE_GROUP),  # in the engine's place
         Sub("synthesis.>"),
         Sub("$JS.API.>"),
         Sub(f"$KV.{BUCKET}.>"),
@@ -163,12 +165,14 @@ REFUSED: dict[str, tuple[Action, ...]] = {
         Sub(inbox("orchestrator")),
         Sub(Subject.RESEARCH.value),  # outside the queue group: a copy of every request
         Sub(Subject.RESEARCH.value, "spies"),
-        *(Sub(s.value, QUEUE_GROUP) for s in ADMIN_SUBJECTS),
+        *(Sub(s.value, QUEUE_GROUP) for s in MIRROR_SUBJECTS),
+        Sub(Subject.DOCS_REGENERATE.value, MIRROR_QUEUE_GROUP),
         Sub("$SRV.PING.repo_reader_mirror"),
         Sub("$JS.API.>"),
         Sub(f"$KV.{BUCKET}.>"),
         Sub("synthesis.>"),
         Pub(Subject.RESEARCH.value),
+        Pub(Subject.DOCS_REGENERATE.value),  # no worker may ask the engine to write
         # (It may publish to the orchestrator's inbox: answers to durable requests go there.)
         Pub(f"{inbox_prefix_for('synthesis')}.unsolicited"),
         Pub("synthesis.leak"),
@@ -189,15 +193,19 @@ REFUSED: dict[str, tuple[Action, ...]] = {
         Sub(">"),
         Sub("_INBOX.>"),
         Sub(inbox("orchestrator")),
-        Sub(inbox("mirror")),  # it asks nothing, so it has no inbox
         *(Sub(s.value, MIRROR_QUEUE_GROUP) for s in WORKER_SUBJECTS),
         Sub(Subject.ADMIN_SYNC.value),
+        Sub(Subject.DOCS_REGENERATE.value),  # outside its queue group
         Sub("$SRV.PING.repo_reader"),
         Sub("$JS.API.>"),
         Pub(Subject.RESEARCH.value),
+        Pub(Subject.DOCS_REGENERATE.value),
         Pub(f"{inbox_prefix_for('orchestrator')}.unsolicited"),
         Pub("$JS.API.INFO"),
-        Pub(f"$KV.{BUCKET}.research.1"),
+        Pub(f"$JS.API.STREAM.CREATE.{BUCKET_STREAM}"),
+        Pub(f"$JS.API.STREAM.MSG.GET.{REQUEST_STREAM}"),
+        Pub(f"$JS.API.DIRECT.GET.{BUCKET_STREAM}.$KV.{BUCKET}.research.1"),
+        Pub(f"$KV.{BUCKET}.research.1"),  # only docs.regenerate's budget is its to count
     ),
     "provisioner": (
         Sub(">"),
@@ -206,6 +214,7 @@ REFUSED: dict[str, tuple[Action, ...]] = {
         Sub(Subject.RESEARCH.value, QUEUE_GROUP),
         Sub("$JS.API.>"),
         Pub(Subject.RESEARCH.value),
+        Pub(Subject.DOCS_REGENERATE.value),
         Pub(f"{inbox_prefix_for('orchestrator')}.forged"),
         Pub("$JS.API.STREAM.CREATE.OTHER"),
         Pub(f"$JS.API.STREAM.UPDATE.{BUCKET_STREAM}"),
@@ -227,9 +236,10 @@ ALLOWED_SUBSCRIPTIONS: dict[str, tuple[Sub, ...]] = {
         Sub(inbox("worker")),
     ),
     "mirror": (
-        *(Sub(s.value, MIRROR_QUEUE_GROUP) for s in ADMIN_SUBJECTS),
+        *(Sub(s.value, MIRROR_QUEUE_GROUP) for s in MIRROR_SUBJECTS),
         Sub("$SRV.PING"),
         Sub("$SRV.PING.repo_reader_mirror"),
+        Sub(inbox("mirror")),  # replies to its rate-limit bucket requests
     ),
     "provisioner": (Sub(inbox("provisioner")),),
 }
@@ -607,6 +617,7 @@ def test_mirror_service_answers_the_orchestrators_admin_sync(
     """`mirror serve` as the mirror answers the orchestrator's admin.sync, with no refusal."""
     source, head = make_source("sample")
     cache.add("acme/sample", source)
+    asyncio.run(provisioned(role_server))  # docs.regenerate's budget lives in the bucket
     env = {
         "REPO_READER_NATS_USER": "mirror",
         "REPO_READER_NATS_PASSWORD": role_server.passwords["mirror"],
@@ -630,6 +641,42 @@ def test_mirror_service_answers_the_orchestrators_admin_sync(
     finally:
         assert mirror.stop() == 0
     assert [(r.repo, r.head) for r in answer.results] == [("acme/sample", head)]
+    assert "permissions violation" not in mirror.log.read_text().lower()
+
+
+def test_only_the_orchestrator_triggers_the_docs_engine(
+    role_server: RoleServer, cache: MirroredCache, make_source: SourceFactory
+) -> None:
+    """`mirror serve` as the mirror answers the orchestrator's docs.regenerate, counting its
+    per-minute budget in the provisioned bucket (the next call is RATE_LIMITED), with no
+    permission refused; the synthesis role's request never reaches it."""
+    source, head = make_source("sample")
+    cache.add("acme/sample", source)
+    cache.set_config("[capabilities.docs_regenerate]\nrate_per_minute = 1\n")
+    asyncio.run(provisioned(role_server))
+    env = {
+        "REPO_READER_NATS_USER": "mirror",
+        "REPO_READER_NATS_PASSWORD": role_server.passwords["mirror"],
+    }
+    mirror = MirrorProcess(cache.root, role_server.url, interval=0, env=env)
+    request = DocsRegenerateRequest(repo="acme/sample", doc_types=("repo_map",))
+
+    async def regenerate(role: str) -> DocsRegenerateResponse:
+        async with await RepoReaderClient.connect(
+            role_server.url, user=role, password=role_server.passwords[role], timeout=60
+        ) as client:
+            (answer,) = await client.call(Subject.DOCS_REGENERATE, request, DocsRegenerateResponse)
+            return answer
+
+    try:
+        answer = asyncio.run(regenerate("orchestrator"))
+        with pytest.raises(RateLimited):
+            asyncio.run(regenerate("orchestrator"))
+        with pytest.raises(AccessDenied):
+            asyncio.run(regenerate("synthesis"))
+    finally:
+        assert mirror.stop() == 0
+    assert (answer.success, answer.commit, answer.docs_regenerated) == (True, head, ("repo_map",))
     assert "permissions violation" not in mirror.log.read_text().lower()
 
 

@@ -81,7 +81,17 @@ def test_capability_tables_use_subject_names() -> None:
     assert not config.capabilities.get("code.search").enabled
     assert config.capabilities.get("research").enabled
     assert config.capabilities.get("graph.search").enabled
-    assert not config.capabilities.get("docs.regenerate").enabled
+    assert not config.capabilities.get("admin.sync").enabled
+
+
+def test_the_docs_engine_is_limited_and_its_types_checked() -> None:
+    """docs.regenerate has a per-minute budget by default; scheduled types must be allowed."""
+    docs = parse_config("").capabilities.get("docs.regenerate")
+    assert (docs.enabled, docs.rate_per_minute) == (True, 6)
+    with pytest.raises(ConfigError, match=r"docs.scheduled names types .* api_index"):
+        parse_config('[docs]\ntypes = ["repo_map"]\nscheduled = ["api_index"]\n')
+    with pytest.raises(ConfigError, match="Invalid enum value 'readme'"):
+        parse_config('[docs]\ntypes = ["readme"]\n')
 
 
 def test_rendered_entry_escapes_quotes() -> None:

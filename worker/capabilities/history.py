@@ -151,23 +151,17 @@ class GitHistory:
         self, request: GitChurnRequest, *, request_id: str, deadline: float
     ) -> GitChurnResponse:
         """The most active modules of the window by commits, then lines changed."""
-        limits = self.config.tools
-        days, top = check_churn(request, limits)
+        days, top = check_churn(request, self.config.tools)
         pinned = pin(self.catalog, request.repo, request.revision)
-        end = pinned.repo[pinned.commit].peel(pygit2.Commit).commit_time
-        since = end - days * DAY
-        modules: dict[str, _ModuleCounts] = {}
-        examined, truncated = 0, False
-        for commit in walk_window(pinned.repo, pinned.commit, since, deadline, "git.churn"):
-            if len(commit.parents) > 1:
-                continue
-            if examined == limits.churn_max_commits:
-                truncated = True
-                break
-            examined += 1
-            self._count(commit, request, modules)
-        ranked = sorted(
-            modules.items(), key=lambda kv: (-kv[1].commits, -(kv[1].added + kv[1].deleted), kv[0])
+        tally = module_churn(
+            pinned.repo,
+            pinned.commit,
+            days=days,
+            depth=request.depth,
+            lines=request.lines,
+            max_commits=self.config.tools.churn_max_commits,
+            deadline=deadline,
+            stage="git.churn",
         )
         return GitChurnResponse(
             request_id=request_id,
@@ -175,49 +169,97 @@ class GitHistory:
             commit=pinned.commit,
             ref=pinned.ref,
             time_window=request.time_window,
-            window_start=dt.datetime.fromtimestamp(since, dt.UTC),
-            window_end=dt.datetime.fromtimestamp(end, dt.UTC),
-            commits_examined=examined,
-            truncated=truncated,
-            modules=tuple(
-                ModuleChurn(
-                    path=path,
-                    commit_count=counts.commits,
-                    files_changed=len(counts.files),
-                    lines_added=counts.added,
-                    lines_deleted=counts.deleted,
-                    lines_changed=counts.added + counts.deleted,
-                )
-                for path, counts in ranked[:top]
-            ),
-            total_modules=len(modules),
+            window_start=dt.datetime.fromtimestamp(tally.since, dt.UTC),
+            window_end=dt.datetime.fromtimestamp(tally.end, dt.UTC),
+            commits_examined=tally.examined,
+            truncated=tally.truncated,
+            modules=tally.modules[:top],
+            total_modules=len(tally.modules),
         )
 
-    @staticmethod
-    def _count(
-        commit: pygit2.Commit, request: GitChurnRequest, modules: dict[str, _ModuleCounts]
-    ) -> None:
-        diff = first_parent_diff(commit)
-        touched: set[str] = set()
-        if request.lines:
-            for patch in diff:
-                if patch is None:
-                    continue
-                path = _delta_path(patch.delta)
-                _, added, deleted = patch.line_stats
-                counts = modules.setdefault(module_of(path, request.depth), _ModuleCounts())
-                counts.files.add(path)
-                counts.added += added
-                counts.deleted += deleted
-                touched.add(module_of(path, request.depth))
-        else:
-            for delta in diff.deltas:
-                path = _delta_path(delta)
-                counts = modules.setdefault(module_of(path, request.depth), _ModuleCounts())
-                counts.files.add(path)
-                touched.add(module_of(path, request.depth))
-        for module in touched:
-            modules[module].commits += 1
+
+@dataclass(frozen=True, slots=True)
+class ChurnTally:
+    """Every module's activity over one window, most active first."""
+
+    since: int
+    end: int
+    examined: int
+    truncated: bool
+    modules: tuple[ModuleChurn, ...]
+
+
+def module_churn(
+    repo: pygit2.Repository,
+    commit: str,
+    *,
+    days: int,
+    depth: int,
+    lines: bool,
+    max_commits: int,
+    deadline: float,
+    stage: str,
+) -> ChurnTally:
+    """The activity of each module (directory at `depth`) over the `days` before `commit`:
+    by commits, then lines changed, then path; merges skipped, the newest `max_commits` kept."""
+    end = repo[commit].peel(pygit2.Commit).commit_time
+    since = end - days * DAY
+    modules: dict[str, _ModuleCounts] = {}
+    examined, truncated = 0, False
+    for found in walk_window(repo, commit, since, deadline, stage):
+        if len(found.parents) > 1:
+            continue
+        if examined == max_commits:
+            truncated = True
+            break
+        examined += 1
+        _count(found, depth, lines, modules)
+    ranked = sorted(
+        modules.items(), key=lambda kv: (-kv[1].commits, -(kv[1].added + kv[1].deleted), kv[0])
+    )
+    return ChurnTally(
+        since=since,
+        end=end,
+        examined=examined,
+        truncated=truncated,
+        modules=tuple(
+            ModuleChurn(
+                path=path,
+                commit_count=counts.commits,
+                files_changed=len(counts.files),
+                lines_added=counts.added,
+                lines_deleted=counts.deleted,
+                lines_changed=counts.added + counts.deleted,
+            )
+            for path, counts in ranked
+        ),
+    )
+
+
+def _count(
+    commit: pygit2.Commit, depth: int, lines: bool, modules: dict[str, _ModuleCounts]
+) -> None:
+    diff = first_parent_diff(commit)
+    touched: set[str] = set()
+    if lines:
+        for patch in diff:
+            if patch is None:
+                continue
+            path = _delta_path(patch.delta)
+            _, added, deleted = patch.line_stats
+            counts = modules.setdefault(module_of(path, depth), _ModuleCounts())
+            counts.files.add(path)
+            counts.added += added
+            counts.deleted += deleted
+            touched.add(module_of(path, depth))
+    else:
+        for delta in diff.deltas:
+            path = _delta_path(delta)
+            counts = modules.setdefault(module_of(path, depth), _ModuleCounts())
+            counts.files.add(path)
+            touched.add(module_of(path, depth))
+    for module in touched:
+        modules[module].commits += 1
 
 
 def check_history(request: GitHistoryRequest, limits: ToolLimits) -> tuple[int, int]:

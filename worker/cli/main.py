@@ -1,4 +1,4 @@
-"""The `repo-reader` command: serve, mirror, ask, the agent tools, schema, provision,
+"""The `repo-reader` command: serve, mirror, ask, the agent tools, docs, schema, provision,
 quickstart."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from contracts.research import (
     RepoReaderRequest,
     ResultLimits,
 )
+from worker.cli.docs import add_docs_commands, run_docs_command
 from worker.cli.exits import ExitCode, for_error
 from worker.cli.graph import add_graph_commands
 from worker.cli.options import add_global_options, environment_help, resolve_global_options
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ask(commands)
     add_tool_commands(commands)
     add_graph_commands(commands)
+    add_docs_commands(commands)
     add_replay_command(commands)
     ready = commands.add_parser(
         "ready", help="exit 0 if the service that wrote READY_FILE is up, 4 if not"
@@ -281,6 +283,8 @@ def _run(args: argparse.Namespace, cache: Path) -> int:
             text, code = asyncio.run(run_graph_command(args))
             _emit(text, args.out)
             return code
+        case "docs":
+            return asyncio.run(run_docs_command(args))
         case "replay":
             return asyncio.run(run_replay(args))
         case "ready":

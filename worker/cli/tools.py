@@ -19,6 +19,7 @@ from contracts.code import (
     CodeSearchRequest,
     CodeSearchResponse,
 )
+from contracts.docs import DOC_TYPES
 from contracts.git import GitChurnRequest, GitChurnResponse, GitHistoryRequest, GitHistoryResponse
 from contracts.registry import BATCHED, MESSAGES
 from contracts.repo import RepoStatusRequest, RepoStatusResponse
@@ -71,6 +72,13 @@ def add_tool_commands(commands: Any) -> None:
 
     status = commands.add_parser("status", parents=[common], help="mirror state of a repository")
     status.add_argument("repo", metavar="OWNER/NAME")
+    status.add_argument(
+        "--doc-type",
+        action="append",
+        dest="doc_types",
+        choices=DOC_TYPES,
+        help="documents whose freshness to report, repeatable (default: all allowed)",
+    )
 
 
 _SUBJECTS: Final[dict[str, Subject]] = {
@@ -131,7 +139,8 @@ def tool_request(args: argparse.Namespace) -> msgspec.Struct:
                 lines=not args.no_lines,
             )
         case "status":
-            return RepoStatusRequest(repo=args.repo)
+            doc_types = tuple(args.doc_types) if args.doc_types else None
+            return RepoStatusRequest(repo=args.repo, doc_types=doc_types)
     raise AssertionError(args.command)
 
 
@@ -254,12 +263,23 @@ def _status_text(answer: Any) -> str:
         ("default branch", answer.default_ref),
         ("head", answer.head),
         ("synced at", answer.synced_at),
-        ("next sync in", f"{answer.next_sync_in_seconds} s"),
+        ("watching", answer.is_watching),
+        ("next sync in", _seconds(answer.next_sync_in_seconds)),
+        ("next docs in", _seconds(answer.next_regeneration_in_seconds)),
+        (
+            "docs out of date",
+            f"{answer.docs_out_of_date} {list(answer.docs_out_of_date_types) or ''}".rstrip(),
+        ),
+        ("docs commit", answer.docs_commit or "-"),
         ("indexed", answer.indexed),
         ("code search indexed", answer.code_search_indexed),
         ("license", f"{answer.license or '-'} ({answer.license_source or 'none'})"),
     ]
     return "\n".join(f"{key + ':':<21}{value}" for key, value in rows)
+
+
+def _seconds(value: int | None) -> str:
+    return "- (no mirror service is watching)" if value is None else f"{value} s"
 
 
 _PRINTERS: Final[dict[str, Callable[[Any], str]]] = {

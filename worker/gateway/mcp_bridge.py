@@ -104,11 +104,20 @@ TOOLS: Final = (
         "Entities and edges changed between two revisions.",
         Subject.GRAPH_DIFF,
     ),
+    BridgeTool(
+        "docs_regenerate",
+        "Ask the engine to regenerate docs; read them at refs/repo-reader/docs.",
+        Subject.DOCS_REGENERATE,
+    ),
 )
 _BY_NAME: Final = {tool.name: tool for tool in TOOLS}
 _READ_ONLY: Final = types.ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
+_ASKS_THE_ENGINE: Final = types.ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+"""docs_regenerate: the engine may write documents on a ref of its own, never the code."""
 
 
 def input_schema(request_type: type[msgspec.Struct]) -> dict[str, Any]:
@@ -145,13 +154,13 @@ def _without_prose(value: Any) -> Any:
 
 
 def tool_list() -> list[types.Tool]:
-    """Every tool, read-only, with its contract's input schema."""
+    """Every tool with its contract's input schema; all read-only but docs_regenerate."""
     return [
         types.Tool(
             name=tool.name,
             description=tool.description,
             input_schema=input_schema(tool.request_type),
-            annotations=_READ_ONLY,
+            annotations=_ASKS_THE_ENGINE if tool.subject == Subject.DOCS_REGENERATE else _READ_ONLY,
         )
         for tool in TOOLS
     ]

@@ -154,6 +154,11 @@ class LicenseResolver:
         directory = path.strip("/").rpartition("/")[0]
         return self._nearest(commit_tree, directory)
 
+    def for_directory(self, commit_tree: pygit2.Tree, directory: str) -> LicenseInfo | None:
+        """Return the license of the nearest license files at or above `directory` ("" is the
+        root) in `commit_tree`, or None."""
+        return self._nearest(commit_tree, directory.strip("/"))
+
     def for_root(self, commit_tree: pygit2.Tree) -> LicenseInfo | None:
         """Return the license declared by the license file(s) at the root of `commit_tree`."""
         return self._directory_info(commit_tree, "")

@@ -1,8 +1,11 @@
 """`repo-reader mirror serve`: the mirror as a long-running process.
 
-It syncs every registered repository on a schedule (`[mirror] sync_interval_seconds`,
-which `repo.status` reports as the next sync) and answers `admin.sync` and
-`admin.rebuild_index` — subjects no worker serves, in a micro service of its own.
+It syncs every registered repository on a schedule (`[mirror] sync_interval_seconds`),
+regenerating the documents `[docs] scheduled` names after each sync, and answers
+`docs.regenerate`, `admin.sync` and `admin.rebuild_index` — subjects no worker serves, in a
+micro service of its own. `docs.regenerate` is admitted like a worker's capabilities: enabled
+and rate-limited per minute as `[capabilities.docs_regenerate]` says, across every mirror. Its
+heartbeat in the cache tells workers (and so `repo.status`) that it runs and when it syncs next.
 """
 
 from __future__ import annotations
@@ -26,9 +29,13 @@ from contracts.admin import (
     SyncRequest,
     SyncResponse,
 )
-from contracts.subjects import Subject
-from worker.errors import AccessDenied, InternalError
+from contracts.docs import DocsRegenerateRequest, DocsRegenerateResponse, DocType, DocumentState
+from contracts.subjects import MIRROR_SUBJECTS, Subject
+from worker.errors import AccessDenied, CapabilityDisabled, InternalError
+from worker.mirror.heartbeat import Heartbeat
 from worker.mirror.sync import Mirror, SyncError
+from worker.repos.registry import lookup_repo
+from worker.service.admission import RateLimiter
 from worker.service.server import (
     Capability,
     Reply,
@@ -53,8 +60,14 @@ class MirrorAdmin:
         self.mirror = mirror
 
     def capabilities(self) -> list[Capability]:
-        """admin.sync and admin.rebuild_index."""
+        """docs.regenerate, admin.sync and admin.rebuild_index."""
         return [
+            Capability(
+                subject=Subject.DOCS_REGENERATE,
+                request_type=DocsRegenerateRequest,
+                handle=self._regenerate_docs,
+                enabled=self.mirror.config.capabilities.docs_regenerate.enabled,
+            ),
             Capability(subject=Subject.ADMIN_SYNC, request_type=SyncRequest, handle=self._sync),
             Capability(
                 subject=Subject.ADMIN_REBUILD_INDEX,
@@ -70,6 +83,49 @@ class MirrorAdmin:
                 f"{name!r} is not a registered repository", repo=name, reason="not-registered"
             )
         return entry.name
+
+    def _regenerate_docs(self, request: DocsRegenerateRequest, context: RequestContext) -> Reply:
+        config = self.mirror.config
+        # Registered and not denied (seed 002's AccessDenied), before anything is read.
+        name = lookup_repo(config, request.repo, field="repo").name
+        allowed = config.docs.types
+        wanted: tuple[DocType, ...] = request.doc_types or allowed
+        refused = [d for d in wanted if d not in allowed]
+        if refused:
+            raise CapabilityDisabled(
+                f"doc_types: {', '.join(refused)} not allowed by [docs] types of the server's "
+                f"config (allowed: {', '.join(allowed) or 'none'})",
+                field="doc_types",
+                refused=refused,
+                allowed=list(allowed),
+            )
+        try:
+            done = self.mirror.regenerate_docs(name, wanted)
+        except SyncError as exc:
+            raise InternalError(str(exc)) from None
+        response = DocsRegenerateResponse(
+            request_id=context.request_id,
+            repo=name,
+            commit=done.head,
+            success=True,
+            docs_regenerated=tuple(done.regenerated),
+            reason_skipped=done.reason_skipped,
+            docs_commit=done.docs_commit,
+            documents=tuple(
+                DocumentState(
+                    doc_type=d.doc_type,
+                    path=d.path,
+                    status="regenerated" if d.regenerated else "unchanged",
+                    generated_from=d.generated_from,
+                    size=d.size,
+                )
+                for d in done.documents
+            ),
+        )
+        return Reply(
+            messages=[context.encode(response)],
+            summary={"repos": [name], "regenerated": list(done.regenerated)},
+        )
 
     def _sync(self, request: SyncRequest, context: RequestContext) -> Reply:
         names = [self._registered(name) for name in request.repos] if request.repos else []
@@ -140,36 +196,65 @@ async def serve_mirror(
     ready_file: Path | None = None,
     stop: asyncio.Event | None = None,
 ) -> None:
-    """Answer admin requests and sync every `interval` seconds (None: only on request)."""
+    """Answer mirror requests and sync every `interval` seconds (None: only on request)."""
     connection = await connect_service(
         nats_url,
         name="repo-reader-mirror",
         reconnect_seconds=mirror.config.server.reconnect_seconds,
     )
+    admission = await RateLimiter.connect(
+        connection.nc, mirror.config.capabilities, list(MIRROR_SUBJECTS)
+    )
     service = WorkerService(
         connection.nc,
         MirrorAdmin(mirror).capabilities(),
         request_timeout=ADMIN_TIMEOUT_SECONDS,
+        admission=admission,
         ready_file=ready_file,
         name=MIRROR_SERVICE_NAME,
         queue_group=MIRROR_QUEUE_GROUP,
-        description="The repo-reader mirror: syncs and re-indexes the cache",
+        description="The repo-reader mirror: syncs, re-indexes and documents the cache",
     )
-    schedule = functools.partial(_scheduled_syncs, mirror, interval) if interval else None
-    await run_service(service, stop, closed=connection.closed, beside=schedule)
+    heartbeat = Heartbeat(
+        mirror.layout, interval=interval, scheduled_docs=mirror.config.docs.scheduled
+    )
+    heartbeat.beat()
+    companion = functools.partial(_alongside, mirror, interval, heartbeat)
+    try:
+        await run_service(service, stop, closed=connection.closed, beside=companion)
+    finally:
+        heartbeat.remove()
 
 
-async def _scheduled_syncs(mirror: Mirror, interval: float, stop: asyncio.Event) -> None:
-    """Sync every repository, then again every `interval` seconds, until stopped."""
+async def _alongside(
+    mirror: Mirror, interval: float | None, heartbeat: Heartbeat, stop: asyncio.Event
+) -> None:
+    """The heartbeat, and the schedule when there is one, until stopped."""
+    tasks = [heartbeat.run(stop)]
+    if interval:
+        tasks.append(_scheduled_syncs(mirror, interval, heartbeat, stop))
+    await asyncio.gather(*tasks)
+
+
+async def _scheduled_syncs(
+    mirror: Mirror, interval: float, heartbeat: Heartbeat, stop: asyncio.Event
+) -> None:
+    """Sync every repository (and regenerate its scheduled documents), then again every
+    `interval` seconds, until stopped."""
     loop = asyncio.get_running_loop()
+    scheduled = mirror.config.docs.scheduled
     while not stop.is_set():
+        heartbeat.syncing()
         for entry in mirror.config.repos:
             try:
                 await loop.run_in_executor(None, mirror.sync_one, entry)
+                if scheduled:
+                    await loop.run_in_executor(None, mirror.regenerate_docs, entry.name, scheduled)
             except SyncError as exc:
                 # One unreachable upstream must not stop the schedule for the others.
                 log.error("mirror.scheduled_sync_failed", repo=entry.name, error=str(exc))
             if stop.is_set():
                 return
+        heartbeat.idle_until(interval)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=interval)

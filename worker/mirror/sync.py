@@ -32,11 +32,13 @@ from worker.config import (
     parse_config,
     render_repo_entry,
 )
-from worker.errors import ConfigError, RevisionNotFound
+from worker.errors import ConfigError, RepoNotFound, RevisionNotFound
 from worker.licenses import LicenseInfo, LicenseResolver
 from worker.repos.catalog import resolve_revision
 
 if TYPE_CHECKING:
+    from contracts.docs import DocType
+    from worker.docs.engine import Regeneration
     from worker.mirror.index_report import IndexReport
 from worker.repos.layout import (
     CacheLayout,
@@ -323,6 +325,29 @@ class Mirror:
             if commit == state.head:
                 self.layout.write_state(msgspec.structs.replace(state, indexed_commit=commit))
         return commit, time.monotonic() - started
+
+    def regenerate_docs(self, name: str, doc_types: Sequence[DocType]) -> Regeneration:
+        """Bring documents of `name` up to date with its mirrored head (see `worker.docs`),
+        under its sync lock, so no sync moves the head meanwhile."""
+        from worker.docs.engine import DocsEngine
+
+        entry = self.config.repo(name)
+        if entry is None:
+            raise SyncError(f"{name} is not registered in {self.config_file}")
+        with self.layout.sync_lock(entry.name):
+            state = self.layout.read_state(entry.name)
+            if state is None:
+                raise RepoNotFound(f"{entry.name} is registered but not mirrored yet", repo=name)
+            done = DocsEngine(self.layout, self.config).regenerate(state, doc_types)
+        log.info(
+            "mirror.docs_regenerated",
+            repo=entry.name,
+            head=done.head,
+            regenerated=done.regenerated,
+            docs_commit=done.docs_commit,
+            seconds=round(done.seconds, 3),
+        )
+        return done
 
     def index_report(self, name: str, commit: str) -> IndexReport:
         """What the stored index of `commit` holds (its graph's counts, files left out)."""

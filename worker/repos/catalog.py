@@ -175,8 +175,20 @@ class RepoCatalog:
         )
 
 
+FULL_REF_PREFIXES: Final = ("refs/heads/", "refs/tags/", "refs/repo-reader/")
+"""Full ref names a revision may give: upstream's branches and tags, and the refs the mirror
+writes itself (`refs/repo-reader/docs`, the generated documentation)."""
+
+
 def resolve_revision(repo: pygit2.Repository, revision: str) -> str | None:
-    """The commit id `revision` names in `repo`: a branch, a tag, or an unambiguous sha prefix."""
+    """The commit id `revision` names in `repo`: a full ref name (`FULL_REF_PREFIXES`), a
+    branch, a tag, or an unambiguous sha prefix."""
+    if revision.startswith(FULL_REF_PREFIXES):
+        try:
+            ref = repo.references.get(revision)
+        except (ValueError, pygit2.InvalidSpecError):
+            return None
+        return _peel_to_commit(repo, ref.resolve().target) if ref is not None else None
     for prefix in ("refs/heads/", "refs/tags/"):
         try:
             ref = repo.references.get(prefix + revision)

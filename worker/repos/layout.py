@@ -5,6 +5,7 @@
     <cache>/licenses/<owner>/<name>.json IdentifiedLicenses of the published head
     <cache>/index/<owner>/<name>/...     search indexes (worker.index)
     <cache>/locks/<owner>/<name>.lock    serialises syncs of one repository
+    <cache>/mirror/service.json          MirrorHeartbeat of the running mirror service
 
 Only the mirror writes here, always atomically (temp + rename). Workers resolve a
 repository's default branch through its published MirrorState, so they never see
@@ -62,7 +63,32 @@ class IdentifiedLicenses(msgspec.Struct, frozen=True, kw_only=True):
     again)."""
 
 
+class MirrorHeartbeat(msgspec.Struct, frozen=True, kw_only=True):
+    """What a running `mirror serve` says about itself, rewritten every `every_seconds`.
+
+    Workers read it to tell whether anything watches the cache: a file whose `beat_at` is
+    older than a few periods belongs to a service that died without removing it.
+    """
+
+    pid: int
+    host: str
+    started_at: dt.datetime
+    beat_at: dt.datetime
+    every_seconds: float
+    interval_seconds: float | None = None
+    """The period of scheduled syncs; None when it syncs only on request."""
+    next_sync_at: dt.datetime | None = None
+    """When the next scheduled round of syncs starts; None while one runs, or with no schedule."""
+    scheduled_docs: tuple[str, ...] = ()
+    """Document types regenerated after each scheduled sync."""
+
+    def alive(self, now: dt.datetime) -> bool:
+        """Whether the heartbeat is recent enough to believe the service still runs."""
+        return (now - self.beat_at).total_seconds() <= 3 * self.every_seconds + 5
+
+
 _state_decoder = msgspec.json.Decoder(MirrorState)
+_heartbeat_decoder = msgspec.json.Decoder(MirrorHeartbeat)
 _licenses_decoder = msgspec.json.Decoder(IdentifiedLicenses)
 
 
@@ -107,6 +133,25 @@ class CacheLayout:
         """The lock that serialises syncs of `owner/name`."""
         owner, repo = name.split("/", 1)
         return self.root / "locks" / owner / f"{repo}.lock"
+
+    @property
+    def heartbeat_file(self) -> Path:
+        """Where the running mirror service publishes its MirrorHeartbeat."""
+        return self.root / "mirror" / "service.json"
+
+    def read_heartbeat(self) -> MirrorHeartbeat | None:
+        """The last heartbeat of a mirror service; None when none runs (or ever wrote one)."""
+        try:
+            return _heartbeat_decoder.decode(self.heartbeat_file.read_bytes())
+        except FileNotFoundError:
+            return None
+        except msgspec.DecodeError as exc:
+            log.warning("heartbeat_unreadable", path=str(self.heartbeat_file), error=str(exc))
+            return None
+
+    def write_heartbeat(self, heartbeat: MirrorHeartbeat) -> None:
+        """Publish `heartbeat` atomically."""
+        atomic_write_bytes(self.heartbeat_file, msgspec.json.encode(heartbeat))
 
     def read_state(self, name: str) -> MirrorState | None:
         """The published state of `owner/name`, or None when it was never synced."""

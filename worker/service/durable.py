@@ -183,7 +183,8 @@ class DurableRequests:
                 subject = Subject(f"{PREFIX}.{capability}")
             except ValueError:
                 subject = None
-            if not reply_to or subject is None:
+            if not reply_to or subject is None or not self._service.serves(subject):
+                # The mirror's subjects (docs.regenerate, admin.*) are never durable requests.
                 await self._refuse(message, reply_to, f"{message.subject} is no durable subject")
                 return
             progress = asyncio.create_task(_report_progress(message, ack_wait / 2))

@@ -130,6 +130,10 @@ class WorkerService:
         self._service: Service | None = None
         self._errors: defaultdict[str, Counter[str]] = defaultdict(Counter)
 
+    def serves(self, subject: Subject) -> bool:
+        """Whether this service answers `subject`."""
+        return subject in self._capabilities
+
     async def start(self) -> None:
         """Subscribe every capability subject and announce readiness."""
         self._service = await add_service(

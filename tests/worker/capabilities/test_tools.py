@@ -393,7 +393,8 @@ def test_churn_windows_are_checked(served: ToolCaller) -> None:
 
 
 def test_status_reports_the_mirror_state(served: ToolCaller, tool_cache: ToolCache) -> None:
-    """Head, sync time, next sync, index state and license as the mirror published them."""
+    """Head, sync time, index state and license as the mirror published them; with no mirror
+    service running, nothing watches and no next sync is promised."""
     answer: RepoStatusResponse = served.ask(RepoStatusRequest(repo="widgets"))
     assert (answer.repo, answer.head, answer.default_ref) == (
         REPO,
@@ -404,8 +405,11 @@ def test_status_reports_the_mirror_state(served: ToolCaller, tool_cache: ToolCac
     assert answer.code_search_indexed
     assert answer.indexed_commit == tool_cache.head
     assert (answer.license, answer.license_source) == ("MIT", "LICENSE")
-    assert 0 < answer.next_sync_in_seconds <= answer.sync_interval_seconds == 3600
+    assert answer.sync_interval_seconds == 3600
+    assert (answer.is_watching, answer.next_sync_in_seconds) == (False, None)
+    assert answer.next_regeneration_in_seconds is None
     assert answer.synced_at is not None
+    assert (answer.docs_out_of_date, answer.docs_commit) == (5, None)
 
 
 # policy shared by every capability

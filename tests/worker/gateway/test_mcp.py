@@ -71,7 +71,9 @@ async def exchange(session: ClientSession) -> dict[str, Any]:
 def check(results: dict[str, Any]) -> None:
     tools = results["tools"]
     assert [t.name for t in tools] == [t.name for t in TOOLS]
-    assert all(t.annotations.read_only_hint and not t.annotations.destructive_hint for t in tools)
+    assert not any(t.annotations.destructive_hint for t in tools)
+    writers = [t.name for t in tools if not t.annotations.read_only_hint]
+    assert writers == ["docs_regenerate"]  # the engine may write docs on its own ref
     assert tools[1].input_schema["required"] == ["repo", "query"]
     research = results["research"]
     assert not research.is_error

@@ -31,6 +31,18 @@ def test_resolve_revision(tmp_path: Path) -> None:
         assert resolve_revision(repo, revision) is None
 
 
+def test_resolve_full_ref_names(tmp_path: Path) -> None:
+    """Full names of branches, tags and the mirror's own refs resolve; other namespaces do not."""
+    repo = init_repo(tmp_path / "r")
+    first = commit(repo, SAMPLE_FILES)
+    repo.references.create("refs/repo-reader/docs", pygit2.Oid(hex=first))
+    repo.references.create("refs/notes/commits", pygit2.Oid(hex=first))
+    assert resolve_revision(repo, "refs/repo-reader/docs") == first
+    assert resolve_revision(repo, "refs/heads/main") == first
+    for revision in ("refs/notes/commits", "refs/repo-reader/nope", "repo-reader/docs"):
+        assert resolve_revision(repo, revision) is None
+
+
 def test_each_thread_gets_its_own_handle(cache: MirroredCache, make_source: SourceFactory) -> None:
     """pygit2 handles are never shared between threads."""
     source, _ = make_source("sample")

@@ -8,6 +8,7 @@ and the class it is defined in. Nothing is inferred.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, cast
 
@@ -116,6 +117,24 @@ def metadata_of(pinned: PinnedGraph, node: int, text: FileText) -> EntityMetadat
     )
 
 
+def signature_of(lines: Sequence[str], start: int, end: int) -> str:
+    """A definition's head on one line (`def route(self, rule: str, **options)`), without the
+    `:` or `{` that opens its body; lines are 1-based and inclusive."""
+    flat = " ".join(_header(list(lines[start - 1 : end])).split())
+    for opener in ("{", ":"):
+        if flat.endswith(opener):
+            flat = flat[:-1].rstrip()
+    return flat
+
+
+def docstring_of(path: str, lines: Sequence[str], start: int, end: int) -> str | None:
+    """A definition's docstring (Python) or the comment block above it, as `metadata_of`."""
+    body = list(lines[start - 1 : end])
+    if path.endswith((".py", ".pyi")):
+        return _python_docstring(body, _header(body))
+    return _comment_above(lines, start)
+
+
 def _header(body: list[str]) -> str:
     """The definition's head: up to the `:` or `{` that opens its body (a few lines at most)."""
     head = []
@@ -208,7 +227,7 @@ def _python_docstring(body: list[str], header: str) -> str | None:
     return "\n".join(lines) or None
 
 
-def _comment_above(lines: list[str], start: int) -> str | None:
+def _comment_above(lines: Sequence[str], start: int) -> str | None:
     """The comment block right above a definition (past its decorators or annotations)."""
     row = start - 2
     while row >= 0 and lines[row].strip().startswith(("@", "#[")):
