@@ -668,10 +668,20 @@ def test_only_the_orchestrator_triggers_the_docs_engine(
             (answer,) = await client.call(Subject.DOCS_REGENERATE, request, DocsRegenerateResponse)
             return answer
 
+    async def refusals(count: int) -> int:
+        refused = 0
+        for _ in range(count):
+            try:
+                await regenerate("orchestrator")
+            except RateLimited:
+                refused += 1
+        return refused
+
     try:
         answer = asyncio.run(regenerate("orchestrator"))
-        with pytest.raises(RateLimited):
-            asyncio.run(regenerate("orchestrator"))
+        # Budgets are per wall-clock minute and the mirror runs on the real clock: of two more
+        # calls at most one can fall into the next minute, so at least one is refused.
+        assert asyncio.run(refusals(2)) >= 1
         with pytest.raises(AccessDenied):
             asyncio.run(regenerate("synthesis"))
     finally:
