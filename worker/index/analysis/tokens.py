@@ -16,14 +16,16 @@ from typing import Final
 
 import Stemmer
 
-RAW_TOKEN_PATTERN: Final = r"[A-Za-z0-9_]+"
-"""What a raw token is; `TOKEN_SEPARATOR_PATTERN` is its complement for Arrow's split kernel."""
-TOKEN_SEPARATOR_PATTERN: Final = r"[^A-Za-z0-9_]+"
+WORD_CHARACTERS: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
+"""What raw tokens are made of: ASCII only, so that the index side may read bytes."""
+STEMMER_LANGUAGE: Final = "english"
 MIN_TOKEN_CHARS: Final = 2
 MAX_TOKEN_CHARS: Final = 64
 """Longer runs are hashes, base64 or generated tables: never a word anyone searches for."""
 
-_RAW_TOKEN = re.compile(RAW_TOKEN_PATTERN)
+_WORD = f"[{WORD_CHARACTERS}]"
+# A whole run of word characters within the length limits (a longer run gives no token).
+_RAW_TOKEN = re.compile(rf"(?<!{_WORD}){_WORD}{{{MIN_TOKEN_CHARS},{MAX_TOKEN_CHARS}}}(?!{_WORD})")
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
 
 ENGLISH_STOP_WORDS: Final = frozenset(
@@ -300,12 +302,13 @@ CODE_STOP_WORDS: Final = frozenset(
 )
 STOP_WORDS: Final = ENGLISH_STOP_WORDS | CODE_STOP_WORDS
 
-_stemmer = Stemmer.Stemmer("english")
+_stemmer = Stemmer.Stemmer(STEMMER_LANGUAGE)
 
 
 def raw_tokens(text: str) -> list[str]:
-    """The raw tokens of `text` that are long enough to mean something."""
-    return [t for t in _RAW_TOKEN.findall(text) if MIN_TOKEN_CHARS <= len(t) <= MAX_TOKEN_CHARS]
+    """The raw tokens of `text`: its runs of ASCII letters, digits and underscores of
+    MIN_TOKEN_CHARS to MAX_TOKEN_CHARS characters (shorter or longer ones mean nothing)."""
+    return _RAW_TOKEN.findall(text)
 
 
 def identifier_parts(token: str) -> list[str]:

@@ -8,6 +8,7 @@ the batches' distinct tokens are deduplicated at once (one dictionary over them 
 distinct token is analysed once with array operations (PyStemmer called once, on the
 distinct parts), and the rows are expanded into (term, text) counts with one integer sort.
 Python never touches a token occurrence, nor a distinct token.
+bench.tokenizer: 1.5x on a whole Django build in wall time, 1.6x in CPU seconds (9 rounds).
 
 Terms get ids in the order of their UTF-8 bytes, so rows sorted by term id are sorted by term.
 """
@@ -26,14 +27,20 @@ import Stemmer
 
 from worker.index.analysis.postings import Block
 from worker.index.analysis.strings import binary_array, binary_parts, sort_binary
-from worker.index.analysis.tokens import MAX_TOKEN_CHARS, MIN_TOKEN_CHARS, STOP_WORDS
+from worker.index.analysis.tokens import (
+    MAX_TOKEN_CHARS,
+    MIN_TOKEN_CHARS,
+    STEMMER_LANGUAGE,
+    STOP_WORDS,
+    WORD_CHARACTERS,
+)
 
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 U8 = npt.NDArray[np.uint8]
 Mask = npt.NDArray[np.bool_]
 
-_WORD_BYTES: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
+_WORD_BYTES: Final = WORD_CHARACTERS.encode()
 _WORD_FLAGS: Final = bytes(1 if c in _WORD_BYTES else 0 for c in range(256))
 _LOWER_BYTES: Final = bytes(c + 32 if 65 <= c <= 90 else c for c in range(256))
 _UPPER, _LOWER, _DIGIT, _US, _NONE = 0, 1, 2, 3, 4
@@ -72,7 +79,7 @@ WORD_BLOCK: Final = 1 << 18
 _UNDERSCORE: Final = 95
 _STOP: Final = pa.array(sorted(STOP_WORDS), pa.string())
 
-_stemmer = Stemmer.Stemmer("english", 0)
+_stemmer = Stemmer.Stemmer(STEMMER_LANGUAGE, 0)
 """Without PyStemmer's cache of recent words: every word reaches it once (distinct), and
 keeping the cache costs more than the stemming (2.6 times as long for 60k words)."""
 

@@ -5,7 +5,21 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.index.analysis.tokens import identifier_parts, informative_terms, text_terms
+from worker.index.analysis.tokens import (
+    MAX_TOKEN_CHARS,
+    identifier_parts,
+    informative_terms,
+    raw_tokens,
+    text_terms,
+)
+
+
+def test_raw_tokens_are_whole_runs_within_the_length_limits() -> None:
+    """A run of word characters is a token only whole, of two to MAX_TOKEN_CHARS characters;
+    anything else (non-ASCII letters too) separates runs."""
+    at_limit, past_limit = "a" * MAX_TOKEN_CHARS, "b" * (MAX_TOKEN_CHARS + 1)
+    text = f"x go_2 {at_limit}.{past_limit} café naïve_x9\xff_y"
+    assert raw_tokens(text) == ["go_2", at_limit, "caf", "na", "ve_x9", "_y"]
 
 
 def test_camel_case_split_and_kept_whole() -> None:
