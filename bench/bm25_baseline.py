@@ -22,6 +22,14 @@ def iter_text_files(
     Symlinks, submodules, binary blobs (libgit2's heuristic) and blobs of ``max_bytes`` or more
     are skipped.
     """
+    for path, _, data in iter_text_blobs(repo, commit, max_bytes):
+        yield path, data
+
+
+def iter_text_blobs(
+    repo: pygit2.Repository, commit: str, max_bytes: int = MAX_FILE_BYTES
+) -> Iterator[tuple[str, str, bytes]]:
+    """`iter_text_files` with each file's blob id: (path, blob id, content)."""
     root = repo.revparse_single(commit).peel(pygit2.Tree)
     stack: list[tuple[str, pygit2.Tree]] = [("", root)]
     while stack:
@@ -37,7 +45,7 @@ def iter_text_files(
                 blob = repo[entry.id]
                 assert isinstance(blob, pygit2.Blob)
                 if blob.size < max_bytes and not blob.is_binary:
-                    yield path, blob.data
+                    yield path, str(entry.id), blob.data
         stack.extend(reversed(subtrees))
 
 

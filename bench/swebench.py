@@ -31,7 +31,7 @@ import bm25s
 import numpy as np
 import pygit2
 
-from bench.bm25_baseline import iter_text_files
+from bench.bm25_baseline import iter_text_blobs
 from bench.tables import render as render_table
 from contracts import (
     FileConstraints,
@@ -225,14 +225,22 @@ def function_chunks(path: str, text: str) -> list[str]:
 
 class FunctionChunkBaseline:
     """bm25s (its tokenizer, English stop words) over function chunks; a file ranks by its best
-    chunk. One index per commit, built when the instance is asked and timed with it."""
+    chunk. One index per commit, built when the instance is asked and timed with it; a blob's
+    chunks are cut once per run (the instances of a repository share most blobs)."""
+
+    def __init__(self) -> None:
+        self._chunks: dict[tuple[str, str], list[str]] = {}
 
     def __call__(self, instance: Instance) -> list[str]:
         repo = pygit2.Repository(instance.mirror)
         owners: list[str] = []
         texts: list[str] = []
-        for path, data in iter_text_files(repo, instance.commit):
-            for chunk in function_chunks(path, data.decode("utf-8", "replace")):
+        for path, blob, data in iter_text_blobs(repo, instance.commit):
+            key = (path, blob)
+            chunks = self._chunks.get(key)
+            if chunks is None:
+                chunks = self._chunks[key] = function_chunks(path, data.decode("utf-8", "replace"))
+            for chunk in chunks:
                 owners.append(path)
                 texts.append(chunk)
         retriever = bm25s.BM25()
