@@ -53,18 +53,9 @@ def add_docs_commands(commands: Any) -> None:
 
 async def run_docs_command(args: argparse.Namespace) -> int:
     """Run `docs regenerate` or `docs show`; failures raise RepoReaderFailure."""
-    from worker.client import RepoReaderClient
-    from worker.service.server import NatsCredentials
+    from worker.cli.connection import connect
 
-    credentials = NatsCredentials.from_environment()
-    async with await RepoReaderClient.connect(
-        args.nats,
-        user=credentials.user,
-        password=credentials.password,
-        inbox_prefix=credentials.inbox_prefix,
-        timeout=args.timeout,
-        attempts=1,
-    ) as client:
+    async with await connect(args.nats, timeout=args.timeout, attempts=1) as client:
         if args.docs_command == "regenerate":
             request = DocsRegenerateRequest(
                 repo=args.repo, doc_types=tuple(args.doc_types) if args.doc_types else None

@@ -135,21 +135,12 @@ async def run_graph_command(args: argparse.Namespace) -> tuple[str, ExitCode]:
 
     Failures the service answers raise RepoReaderFailure; an unreachable server raises too.
     """
-    from worker.client import RepoReaderClient
-    from worker.service.server import NatsCredentials
+    from worker.cli.connection import connect
 
     request = graph_request(args)
     subject = _SUBJECTS[args.graph_command]
     response_type, items = MESSAGES[subject][1], BATCHED[subject]
-    credentials = NatsCredentials.from_environment()
-    async with await RepoReaderClient.connect(
-        args.nats,
-        user=credentials.user,
-        password=credentials.password,
-        inbox_prefix=credentials.inbox_prefix,
-        timeout=args.timeout,
-        max_reconnect_attempts=1,
-    ) as client:
+    async with await connect(args.nats, timeout=args.timeout, max_reconnect_attempts=1) as client:
         batches = await client.call(subject, request, response_type)
     answer = join_batches(batches, items) if items else batches[0]
     empty = isinstance(answer, GraphSearchResponse) and not answer.entities

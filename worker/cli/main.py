@@ -488,18 +488,10 @@ async def _provision(args: argparse.Namespace) -> int:
 async def _admin(args: argparse.Namespace) -> int:
     from contracts.admin import RebuildIndexRequest, RebuildIndexResponse, SyncRequest, SyncResponse
     from contracts.subjects import Subject
-    from worker.client import RepoReaderClient
-    from worker.service.server import NatsCredentials
+    from worker.cli.connection import connect
 
-    credentials = NatsCredentials.from_environment()
-    async with await RepoReaderClient.connect(
-        args.nats,
-        user=credentials.user,
-        password=credentials.password,
-        inbox_prefix=credentials.inbox_prefix,
-        timeout=args.timeout,
-        attempts=1,
-        max_reconnect_attempts=2,
+    async with await connect(
+        args.nats, timeout=args.timeout, attempts=1, max_reconnect_attempts=2
     ) as client:
         if args.admin_command == "sync":
             request = SyncRequest(repos=tuple(args.names) if args.names else None)
@@ -524,8 +516,8 @@ async def _admin(args: argparse.Namespace) -> int:
 async def _ask(args: argparse.Namespace) -> int:
     from nats.errors import NoServersError
 
-    from worker.client import RepoReaderClient, artifact_lines
-    from worker.service.server import NatsCredentials
+    from worker.cli.connection import connect
+    from worker.client import artifact_lines
 
     revisions = {}
     for item in args.revision:
@@ -548,16 +540,9 @@ async def _ask(args: argparse.Namespace) -> int:
         ),
         result_limits=ResultLimits(max_total_excerpts=args.max_excerpts),
     )
-    credentials = NatsCredentials.from_environment()
     try:
-        client = await RepoReaderClient.connect(
-            args.nats,
-            user=credentials.user,
-            password=credentials.password,
-            inbox_prefix=credentials.inbox_prefix,
-            timeout=args.timeout,
-            max_reconnect_attempts=2,
-            reconnect_time_wait=0.5,
+        client = await connect(
+            args.nats, timeout=args.timeout, max_reconnect_attempts=2, reconnect_time_wait=0.5
         )
     except (NoServersError, OSError) as exc:
         print(f"repo-reader: cannot reach NATS at {args.nats}: {exc}", file=sys.stderr)

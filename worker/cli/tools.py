@@ -146,20 +146,12 @@ def tool_request(args: argparse.Namespace) -> msgspec.Struct:
 
 async def run_tool_command(args: argparse.Namespace) -> int:
     """Send the subcommand's request, print the answer; failures raise RepoReaderFailure."""
-    from worker.client import RepoReaderClient
-    from worker.service.server import NatsCredentials
+    from worker.cli.connection import connect
 
     subject = _SUBJECTS[args.command]
     response_type, items = MESSAGES[subject][1], BATCHED[subject]
     request = tool_request(args)
-    credentials = NatsCredentials.from_environment()
-    async with await RepoReaderClient.connect(
-        args.nats,
-        user=credentials.user,
-        password=credentials.password,
-        inbox_prefix=credentials.inbox_prefix,
-        timeout=args.timeout,
-    ) as client:
+    async with await connect(args.nats, timeout=args.timeout) as client:
         batches = await client.call(subject, request, response_type)
     answer = join_batches(batches, items) if items else batches[0]
     if args.json:
