@@ -30,6 +30,7 @@ from worker.index.analysis.definitions import (
     tree,
 )
 from worker.index.analysis.grammars import PARSED_LANGUAGES, comment_prefixes
+from worker.index.analysis.lexers import BatchLexemes
 from worker.index.analysis.outline import Outline, c_outlines, first_not_in, python_outlines
 
 MAX_CHUNK_LINES: Final = 150
@@ -46,7 +47,9 @@ of written code average about 150 bytes (Linux's register tables), minified code
 _BLANK: Final = b" \t\r\f\v"
 _BLANK_TABLE = np.zeros(256, dtype=bool)
 _BLANK_TABLE[list(_BLANK)] = True
-_OUTLINERS: Final = {"c": c_outlines, "cpp": c_outlines, "python": python_outlines}
+_OUTLINERS: Final = {"c": c_outlines, "python": python_outlines}
+"""The outliner of each grammar family: C's reads C and C++."""
+_FAMILY_LANGUAGES: Final = {"c": frozenset({"c", "cpp"}), "python": frozenset({"python"})}
 
 I64 = npt.NDArray[np.int64]
 Objects = npt.NDArray[np.object_]
@@ -81,6 +84,8 @@ class ChunkBatch:
     """The grammar each blob was parsed with; None if it was not (minified code is not)."""
     definitions: list[Definitions]
     """Each blob's definitions (none if it was not parsed)."""
+    lexemes: dict[str, BatchLexemes]
+    """The comments, strings and directives the outliners read, by lexer ("c", "python")."""
 
 
 class _Collector:
@@ -453,18 +458,38 @@ def _text_windows(out: _Collector, lines: _Lines, row0: int, n: int) -> None:
         row = end + 1
 
 
-def _outlines(datas: Sequence[bytes], languages: Sequence[str | None]) -> dict[int, Outline | None]:
-    """The outline (or None: parse whole) of every blob an outliner takes, by blob index."""
+def _outlines(
+    datas: Sequence[bytes], languages: Sequence[str | None], file_starts: I64
+) -> tuple[dict[int, Outline | None], dict[str, BatchLexemes]]:
+    """The outline (or None: parse whole) of every blob an outliner takes, by blob index;
+    and the lexemes each outliner read, by grammar family, as [start, end) in the batch's
+    text (where the blobs start at `file_starts`).
+
+    Only valid UTF-8 gets an outline (the parser reads other text re-encoded), but every
+    member's lexemes are kept: the call sites are read from the raw bytes.
+    """
     outlines: dict[int, Outline | None] = {}
-    for family in set(_OUTLINERS.values()):
-        members = [
-            i
-            for i, language in enumerate(languages)
-            if _OUTLINERS.get(language or "") is family and _is_utf8(datas[i])
-        ]
-        if members:
-            outlines.update(zip(members, family([datas[i] for i in members]), strict=True))
-    return outlines
+    lexemes: dict[str, BatchLexemes] = {}
+    for name, outliner in _OUTLINERS.items():
+        members = [i for i, language in enumerate(languages) if language in _FAMILY_LANGUAGES[name]]
+        if not members:
+            continue
+        outlined = outliner([datas[i] for i in members])
+        outlines.update(
+            (i, outline)
+            for i, outline in zip(members, outlined.outlines, strict=True)
+            if _is_utf8(datas[i])
+        )
+        # Back from the members' own joined text to the batch's.
+        sizes = np.fromiter((len(datas[i]) for i in members), dtype=np.int64, count=len(members))
+        own_starts = np.zeros(len(members), dtype=np.int64)
+        np.cumsum(sizes[:-1] + 1, out=own_starts[1:])
+        blobs = np.asarray(members, dtype=np.int64)
+        shift = file_starts[blobs] - own_starts
+        ls, le = outlined.lexeme_starts, outlined.lexeme_ends
+        moved = shift[np.searchsorted(own_starts, ls, side="right") - 1]
+        lexemes[name] = BatchLexemes(blobs, ls + moved, le + moved)
+    return outlines, lexemes
 
 
 def chunk_batch(datas: Sequence[bytes], languages: Sequence[str | None]) -> ChunkBatch:
@@ -486,7 +511,7 @@ def chunk_batch(datas: Sequence[bytes], languages: Sequence[str | None]) -> Chun
         None if len(data) > MINIFIED_LINE_BYTES * n else language
         for data, language, n in zip(datas, languages, n_lines, strict=True)
     ]
-    outlines = _outlines(datas, languages)
+    outlines, lexemes = _outlines(datas, languages, offsets)
     groups: dict[tuple[bytes, ...], _BatchDefinitions] = {}
     found_all: list[Definitions] = []
     for i, (data, language) in enumerate(zip(datas, languages, strict=True)):
@@ -525,6 +550,7 @@ def chunk_batch(datas: Sequence[bytes], languages: Sequence[str | None]) -> Chun
         offsets=lines.start_array[start],
         grammars=[g if g in PARSED_LANGUAGES else None for g in languages],
         definitions=found_all,
+        lexemes=lexemes,
     )
 
 

@@ -18,6 +18,7 @@ triple quote; one that never closes is read as the empty string its first two qu
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
@@ -45,6 +46,17 @@ PY_LEXEMES: Final = re.compile(
     re.S,
 )
 """What `python_lexemes` finds: comments, strings (string prefixes are read as names)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchLexemes:
+    """The lexemes of some blobs of a batch: [start, end) in the batch's joined text, in order."""
+
+    blobs: I64
+    """The blobs (batch indices, ascending) that were read: their lexemes are all here."""
+    starts: I64
+    ends: I64
+
 
 _SLASH, _STAR, _QUOTE, _APOSTROPHE, _HASH, _BACKSLASH, _NEWLINE = 47, 42, 34, 39, 35, 92, 10
 _EMPTY: Final = np.zeros(0, dtype=np.int64)

@@ -71,6 +71,19 @@ class Outline:
     rows: I64
 
 
+@dataclass(frozen=True, slots=True)
+class Outlined:
+    """The outlines of a batch of files, and the lexemes read to make them.
+
+    The lexemes (comments, strings, directives) are [start, end) in the files joined by
+    b"\\n", in order: what else reads the files' code (their calls) skips the same spans.
+    """
+
+    outlines: list[Outline | None]
+    lexeme_starts: I64
+    lexeme_ends: I64
+
+
 class _Batch:
     """Files joined by b"\\n" into one buffer, with the lookups every outline needs."""
 
@@ -336,8 +349,8 @@ def _assemble(a: U8, newlines: I64, starts: I64, ends: I64, dropped: Mask) -> tu
     return text, source, after.astype(np.int64)
 
 
-def c_outlines(files: Sequence[bytes]) -> list[Outline | None]:
-    """The outlines of C or C++ files; None for a file whose braces do not balance."""
+def c_outlines(files: Sequence[bytes]) -> Outlined:
+    """The outlines of C or C++ files (None for a file whose braces do not balance)."""
     batch = _Batch(files)
     a = batch.a
     ls, le = c_lexemes(a, batch.starts, batch.ends, batch.newlines)
@@ -392,9 +405,10 @@ def c_outlines(files: Sequence[bytes]) -> list[Outline | None]:
     )
     # Directives go, but for the heads of function-like macros (outside elided bodies).
     dropped = ~is_string
-    return batch.outlines(
+    outlines = batch.outlines(
         [(ls[dropped], le[dropped]), elided, statements, parameters], keeps, elided
     )
+    return Outlined(outlines, ls, le)
 
 
 def first_not_in(a: U8, starts: I64, ends: I64, skip: Mask) -> I64:
@@ -520,8 +534,8 @@ def _def_bodies(batch: _Batch, lines: _CodeLines) -> Spans:
     return lines.ends[defs], lines.first[last] - body_indent
 
 
-def python_outlines(files: Sequence[bytes]) -> list[Outline | None]:
-    """The outlines of Python files; None where brackets do not balance or tabs indent."""
+def python_outlines(files: Sequence[bytes]) -> Outlined:
+    """The outlines of Python files (None where brackets do not balance or tabs indent)."""
     batch = _Batch(files)
     a = batch.a
     n = len(a)
@@ -534,7 +548,7 @@ def python_outlines(files: Sequence[bytes]) -> list[Outline | None]:
     pos, ch, step, depth = pos[good], ch[good], step[good], depth[good]
     lines = _code_lines(batch, pos, ch, depth)
     if lines is None:
-        return [None] * len(files)
+        return Outlined([None] * len(files), ls, le)
     bodies = _def_bodies(batch, lines)
     # A simple statement followed by one as deeply indented cannot end a block: drop it with
     # what follows up to the next line. Headers (`if x:`), defs and classes stay.
@@ -565,7 +579,8 @@ def python_outlines(files: Sequence[bytes]) -> list[Outline | None]:
     strings: Spans = (ls[triple] + 3, le[triple] - 3)
     # The inside of an outermost ( ) or { } group: arguments, parameters, literals.
     groups = _outer_groups(pos, ch, depth, step)
-    return batch.outlines([bodies, statements, comments, strings, groups], _NONE, _NONE)
+    outlines = batch.outlines([bodies, statements, comments, strings, groups], _NONE, _NONE)
+    return Outlined(outlines, ls, le)
 
 
 def _outer_groups(pos: I64, ch: U8, depth: I64, step: I64) -> Spans:

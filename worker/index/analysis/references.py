@@ -12,7 +12,7 @@ here: the graph view resolves per commit, and drops what it cannot resolve.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Final
@@ -23,9 +23,10 @@ import pyarrow as pa
 
 from worker.index.analysis.definitions import MAX_NESTING, Definitions
 from worker.index.analysis.imports import imports
-from worker.index.analysis.lexers import c_lexemes, python_lexemes
+from worker.index.analysis.lexers import BatchLexemes, c_lexemes, python_lexemes
 
 I64 = npt.NDArray[np.int64]
+Spans = tuple[I64, I64]
 U64 = npt.NDArray[np.uint64]
 U8 = npt.NDArray[np.uint8]
 
@@ -177,7 +178,10 @@ def _slices(a: U8, start: I64, end: I64) -> pa.Array:
 
 
 def _calls(
-    text: _Text, grammars: Sequence[str], entities: BatchEntities
+    text: _Text,
+    grammars: Sequence[str],
+    entities: BatchEntities,
+    lexed: Mapping[str, BatchLexemes],
 ) -> tuple[I64, I64, I64, I64, I64]:
     """(blob, entity, row, start, end) of each distinct call per (blob, entity, callee)."""
     from worker.index.analysis.call_kernels import call_sites
@@ -189,27 +193,17 @@ def _calls(
     ):
         if not members:
             continue
-        # A lexer reads each file of a buffer on its own, so the batch's text serves when
-        # the family's files are most of it; else a buffer of theirs is cheaper to read.
-        sizes = text.ends[members] - text.starts[members]
-        if 2 * int(sizes.sum()) >= len(text.a):
-            own, at = text, np.asarray(members, dtype=np.int64)
-            own_starts, own_ends = text.starts[at], text.ends[at]
-        else:
-            datas = [text.data[text.starts[i] : text.ends[i]] for i in members]
-            own = _Text(b"\n".join(datas), datas)
-            own_starts, own_ends = own.starts, own.ends
-        lexemes = python_lexemes if family == "python" else c_lexemes
-        skip_starts, skip_ends = lexemes(own.a, own.starts, own.ends, own.newlines)
-        capacity = int(np.count_nonzero(own.a == 0x28))
+        at = np.asarray(members, dtype=np.int64)
+        skip_starts, skip_ends = _lexemes(text, family, at, lexed.get(family))
+        capacity = int(np.count_nonzero(text.a == 0x28))
         out_start = np.empty(capacity, np.int64)
         out_end = np.empty(capacity, np.int64)
         out_hash = np.empty(capacity, np.uint64)
         out_before = np.empty(capacity, np.uint64)
         n = call_sites(
-            own.a,
-            own_starts,
-            own_ends,
+            text.a,
+            text.starts[at],
+            text.ends[at],
             skip_starts.astype(np.int64),
             skip_ends.astype(np.int64),
             family == "c",
@@ -222,9 +216,7 @@ def _calls(
         called = ~np.isin(out_hash[:n], _hashes(_NOT_CALLED[family]))
         called &= (before == 0) | np.isin(before, _hashes(_CALL_AFTER[family]))
         start, end = out_start[:n][called], out_end[:n][called]
-        # Back to positions in the batch's text.
-        shift = (text.starts[members] - own_starts)[np.searchsorted(own_starts, start, "right") - 1]
-        parts.append((start + shift, end + shift, out_hash[:n][called]))
+        parts.append((start, end, out_hash[:n][called]))
     empty = np.zeros(0, np.int64)
     if not parts:
         return empty, empty, empty, empty, empty
@@ -292,17 +284,47 @@ def _python_bases(header: bytes) -> list[str]:
     return bases
 
 
+def _lexemes(text: _Text, family: str, members: I64, lexed: BatchLexemes | None) -> Spans:
+    """The lexemes of the members (blobs read with the family's lexer) in the batch's text:
+    those an outliner read already, and those of the rest, read now in a buffer of theirs.
+    """
+    lexer = python_lexemes if family == "python" else c_lexemes
+    rest = members if lexed is None else members[~np.isin(members, lexed.blobs)]
+    parts = [] if lexed is None else [(lexed.starts, lexed.ends)]
+    if len(rest):
+        datas = [
+            text.data[s:e]
+            for s, e in zip(text.starts[rest].tolist(), text.ends[rest].tolist(), strict=True)
+        ]
+        own = _Text(b"\n".join(datas), datas)
+        ls, le = lexer(own.a, own.starts, own.ends, own.newlines)
+        shift = (text.starts[rest] - own.starts)[np.searchsorted(own.starts, ls, "right") - 1]
+        parts.append((ls + shift, le + shift))
+    if len(parts) == 1:
+        return parts[0]
+    starts = np.concatenate([p[0] for p in parts])
+    order = np.argsort(starts, kind="stable")
+    return starts[order], np.concatenate([p[1] for p in parts])[order]
+
+
 def batch_references(
     text: bytes,
     datas: Sequence[bytes],
     grammars: Sequence[str | None],
     found: Sequence[Definitions],
     entities: BatchEntities,
+    *,
+    lexed: Mapping[str, BatchLexemes] | None = None,
 ) -> BatchReferences:
-    """The imports, calls and bases of a batch (`text`: its blobs joined by b"\\n")."""
+    """The imports, calls and bases of a batch (`text`: its blobs joined by b"\\n").
+
+    `lexed`: lexemes already read (see `chunking.ChunkBatch.lexemes`); the rest are read here.
+    """
     joined = _Text(text, datas)
     parsed = [g or "" for g in grammars]
-    call_blob, call_entity, call_row, call_start, call_end = _calls(joined, parsed, entities)
+    call_blob, call_entity, call_row, call_start, call_end = _calls(
+        joined, parsed, entities, lexed or {}
+    )
     blobs: list[int] = []
     entity_of: list[int] = []
     relation: list[int] = []

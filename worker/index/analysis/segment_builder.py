@@ -191,7 +191,7 @@ class SegmentBuilder:
     def _add_references(self, chunks: ChunkBatch, datas: list[bytes], blob_index: I32) -> None:
         entities = batch_entities(chunks.definitions)
         references = batch_references(
-            chunks.text, datas, chunks.grammars, chunks.definitions, entities
+            chunks.text, datas, chunks.grammars, chunks.definitions, entities, lexed=chunks.lexemes
         )
         self._entity_parts.append((blob_index, entities))
         self._reference_parts.append((blob_index, references, self.n_entities))

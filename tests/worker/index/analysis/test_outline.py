@@ -22,7 +22,7 @@ Lexer = Callable[[Any, Any, Any, Any], tuple[Any, Any]]
 def same_as_whole(data: bytes, language: str) -> Flat:
     """Assert the outlined parse equals the whole parse; return the definitions."""
     outliner = c_outlines if language in ("c", "cpp") else python_outlines
-    outline = outliner([data])[0]
+    outline = outliner([data]).outlines[0]
     assert outline is not None
     whole = definitions(data, language, None).rows()
     assert definitions(data, language, outline).rows() == whole
@@ -83,7 +83,7 @@ def test_c_outline_matches_whole_parse() -> None:
 
 def test_c_outline_drops_bodies_keeps_rows() -> None:
     """The outline is much shorter than the file and maps each of its rows to a file row."""
-    outline = c_outlines([C_SOURCE])[0]
+    outline = c_outlines([C_SOURCE]).outlines[0]
     assert outline is not None
     assert len(outline.text) < len(C_SOURCE) // 2
     assert b"printk" not in outline.text
@@ -96,8 +96,8 @@ def test_c_outline_drops_bodies_keeps_rows() -> None:
 
 def test_c_unbalanced_braces_have_no_outline() -> None:
     """A file whose braces do not balance is parsed whole."""
-    assert c_outlines([b"int f(void) {\n", b"int g(void) { }\n"])[0] is None
-    assert c_outlines([b"int f(void) {\n", b"int g(void) { }\n"])[1] is not None
+    assert c_outlines([b"int f(void) {\n", b"int g(void) { }\n"]).outlines[0] is None
+    assert c_outlines([b"int f(void) {\n", b"int g(void) { }\n"]).outlines[1] is not None
 
 
 PY_SOURCE = b'''"""Module docstring with a def inside: def not_real():"""
@@ -155,13 +155,13 @@ def test_python_outline_matches_whole_parse() -> None:
 
 def test_python_tabs_have_no_outline() -> None:
     """Tab indentation is not followed: the file is parsed whole."""
-    assert python_outlines([b"def f():\n\treturn 1\n"])[0] is None
+    assert python_outlines([b"def f():\n\treturn 1\n"]).outlines[0] is None
 
 
 def test_outlines_of_a_batch_are_independent() -> None:
     """A batch's files do not bleed into each other (a body running to the end of a file)."""
     files = [b"def a():\n    x = 1\n    y = 2", b"def b():\n    return 3\n", b""]
-    outlines = python_outlines(files)
+    outlines = python_outlines(files).outlines
     for data, outline in zip(files, outlines, strict=True):
         if outline is not None:
             assert outline.rows[-1] <= data.count(b"\n")
@@ -218,15 +218,15 @@ def _indent_compound(parts: tuple[str, list[str], str]) -> list[str]:
 def test_python_outline_never_changes_definitions(lines: list[str]) -> None:
     """Any valid arrangement of blocks: the definitions found are those of a whole parse."""
     data = "\n".join(lines).encode()
-    outline = python_outlines([data])[0]
+    outline = python_outlines([data]).outlines[0]
     whole = definitions(data, "python", None).rows()
     assert definitions(data, "python", outline).rows() == whole
 
 
 def test_python_indentation_errors_are_parsed_whole() -> None:
     """A dedent the source gets wrong is not hidden by the outline: no outline."""
-    assert python_outlines([b"def g():\n        pass\n    y = 2\n"])[0] is None
-    assert python_outlines([b"def g():\n@dec\n    return 1\n"])[0] is None
+    assert python_outlines([b"def g():\n        pass\n    y = 2\n"]).outlines[0] is None
+    assert python_outlines([b"def g():\n@dec\n    return 1\n"]).outlines[0] is None
 
 
 C_ITEMS = [
@@ -257,7 +257,7 @@ def test_rows_of_outline_cover_file_rows() -> None:
     """Every outline row maps into the file (no row past the last)."""
     for data in (C_SOURCE, PY_SOURCE):
         n_rows = len(line_starts(data))
-        for outline in (c_outlines([data])[0], python_outlines([data])[0]):
+        for outline in (c_outlines([data]).outlines[0], python_outlines([data]).outlines[0]):
             if outline is not None:
                 assert int(outline.rows.max()) < n_rows
 

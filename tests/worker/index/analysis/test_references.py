@@ -16,13 +16,20 @@ from worker.index.analysis.references import (
 Row = tuple[str | None, str, str, str | None, str | None, int]
 
 
-def analyse(files: dict[str, bytes]) -> dict[str, list[Row]]:
+def analyse(files: dict[str, bytes], *, reuse_lexemes: bool = True) -> dict[str, list[Row]]:
     """Each file's references as (entity name, relation, target, name, alias, 1-based line)."""
     paths = list(files)
     datas = [files[p] for p in paths]
     chunks = chunk_batch(datas, [grammar_of(p) for p in paths])
     entities = batch_entities(chunks.definitions)
-    found = batch_references(chunks.text, datas, chunks.grammars, chunks.definitions, entities)
+    found = batch_references(
+        chunks.text,
+        datas,
+        chunks.grammars,
+        chunks.definitions,
+        entities,
+        lexed=chunks.lexemes if reuse_lexemes else None,
+    )
     out: dict[str, list[Row]] = {p: [] for p in paths}
     for blob, entity, relation, target, name, alias, row in zip(
         found.blob.tolist(),
@@ -205,3 +212,30 @@ def test_a_blobs_references_do_not_depend_on_its_batch(files: list[tuple[str, by
     together = analyse(named)
     for path, data in named.items():
         assert analyse({path: data})[path] == together[path]
+
+
+MIXED_BATCH = {
+    "a.c": b'#include "a.h"\n/* f(x) */\nint f(int x) { return g(x, "h(") + k(1); }\n',
+    "b.js": b"// call(no)\nfunction m() { return n('o(') }\n",
+    "c.py": b"def p():\n    # q()\n    return r('s(')\n",
+    "d.c": b'int latin(void) { return t("\xe9("); }\n',
+    "e.c": b"int open(void) { u(\n",
+    "f.txt": b"v(w) x(y)\n",
+    "g.cpp": b"void z() { zz(); }\n",
+}
+
+
+def test_calls_are_the_same_whether_the_chunker_lexemes_are_reused_or_not() -> None:
+    """Calls read with the outliners' lexemes equal calls read with a lexing of their own,
+    in a batch mixing C, C++, JavaScript, Python, Latin-1 C, unbalanced C and plain text."""
+    reused = analyse(MIXED_BATCH)
+    assert reused == analyse(MIXED_BATCH, reuse_lexemes=False)
+    calls = {
+        p: sorted(t for _, rel, t, _, _, _ in rows if rel == "invoke") for p, rows in reused.items()
+    }
+    assert calls["a.c"] == ["g", "k"]
+    assert calls["b.js"] == ["n"]
+    assert calls["c.py"] == ["r"]
+    assert calls["d.c"] == ["t"]
+    assert calls["f.txt"] == []
+    assert calls["g.cpp"] == ["zz"]
