@@ -14,7 +14,6 @@ the small ones are re-analysed into one so a query touches few segments.
 from __future__ import annotations
 
 import bisect
-import itertools
 import re
 import resource
 import time
@@ -128,13 +127,19 @@ def missing_blobs(
 
 
 def blob_sources(
-    repo: pygit2.Repository, items: Sequence[tuple[str, bytes]], max_blob_bytes: int
+    repo: pygit2.Repository,
+    items: Sequence[tuple[str, bytes]],
+    max_blob_bytes: int,
+    sizes: Sequence[int] | None = None,
 ) -> Iterator[BlobSource]:
-    """The blobs' bytes from libgit2's object database; an oversized blob's size only."""
+    """The blobs' bytes from libgit2's object database; an oversized blob's size only.
+
+    `sizes`, when the caller read them already, spare a header read per blob.
+    """
     odb = repo.odb
-    for path, oid in items:
+    for i, (path, oid) in enumerate(items):
         key = pygit2.Oid(raw=oid)
-        _, size = odb.read_header(key)
+        size = odb.read_header(key)[1] if sizes is None else sizes[i]
         if size > max_blob_bytes:
             yield BlobSource(oid, path, b"", size)
         else:
@@ -183,15 +188,21 @@ class _BlobList:
     paths: str
     """The paths joined by NUL (which no git path holds)."""
     oids: bytes
+    sizes: npt.NDArray[np.int64]
     ends: npt.NDArray[np.int64]
 
     @classmethod
-    def of(cls, items: Sequence[tuple[str, bytes]], ends: Sequence[int]) -> _BlobList:
-        """The packed form of `items` and their cumulative weights."""
+    def of(
+        cls, items: Sequence[tuple[str, bytes]], sizes: Sequence[int], max_blob_bytes: int
+    ) -> _BlobList:
+        """The packed form of `items`, their sizes and the running total of their weights:
+        a blob's size, or 0 for one too large to analyse (it costs nothing)."""
+        size_array = np.asarray(sizes, dtype=np.int64)
         return cls(
             "\0".join(path for path, _ in items),
             b"".join(oid for _, oid in items),
-            np.asarray(ends, dtype=np.int64),
+            size_array,
+            np.cumsum(np.where(size_array <= max_blob_bytes, size_array, 0)),
         )
 
     def items(self) -> list[tuple[str, bytes]]:
@@ -223,6 +234,7 @@ def _analyse_shared(
     usage = resource.getrusage(resource.RUSAGE_SELF)
     items = blob_list.items()
     ends = blob_list.ends.tolist()
+    sizes = blob_list.sizes.tolist()
     repo = pygit2.Repository(repo_path)
     taken: list[tuple[str, bytes]] = []
     builder = SegmentBuilder(max_blob_bytes)
@@ -233,7 +245,7 @@ def _analyse_shared(
         if start >= stop:
             break
         taken.extend(items[start:stop])
-        builder.add(blob_sources(repo, items[start:stop], max_blob_bytes))
+        builder.add(blob_sources(repo, items[start:stop], max_blob_bytes, sizes[start:stop]))
     if not taken:
         return None
     seg_id = segment_id([oid for _, oid in taken])
@@ -346,10 +358,9 @@ def _analyse_missing(
         return [seg_id], None
     # Workers take runs of about equal bytes as they go, so they finish together whatever
     # each run costs; an oversized blob counts for nothing (it is not analysed).
-    ends = list(
-        itertools.accumulate(_work_weights(repo, [oid for _, oid in missing], max_blob_bytes))
-    )
-    blob_list = _BlobList.of(missing, ends)
+    odb = repo.odb
+    sizes = [odb.read_header(pygit2.Oid(raw=oid))[1] for _, oid in missing]
+    blob_list = _BlobList.of(missing, sizes, max_blob_bytes)
     pool = build_workers.build_pool(n_workers)
     try:
         futures = [
@@ -372,13 +383,6 @@ def _analyse_missing(
         raise
     pool.executor.shutdown(wait=False)
     return new_ids, ahead
-
-
-def _work_weights(repo: pygit2.Repository, oids: list[bytes], max_blob_bytes: int) -> list[int]:
-    """How much analysing each blob costs, about: its size; 0 for one too large to analyse."""
-    odb = repo.odb
-    weights = [odb.read_header(pygit2.Oid(raw=oid))[1] for oid in oids]
-    return [w if w <= max_blob_bytes else 0 for w in weights]
 
 
 def build_in_memory(

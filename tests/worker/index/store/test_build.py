@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -431,11 +432,13 @@ def test_workers_take_runs_that_shrink_towards_the_end(monkeypatch: pytest.Monke
     )
 )
 def test_blob_list_gives_back_the_same_paths_and_oids(items: list[tuple[str, bytes]]) -> None:
-    """The build workers' packed blob list unpacks to exactly the (path, oid) pairs it got."""
-    ends = list(range(1, len(items) + 1))
-    blob_list = build_module._BlobList.of(items, ends)
+    """The build workers' packed blob list unpacks to exactly the (path, oid) pairs it got,
+    with their sizes, and weighs a blob too large to analyse as nothing."""
+    sizes = [(i * 7) % 12 for i in range(len(items))]
+    blob_list = build_module._BlobList.of(items, sizes, 10)
     assert blob_list.items() == items
-    assert blob_list.ends.tolist() == ends
+    assert blob_list.sizes.tolist() == sizes
+    assert blob_list.ends.tolist() == list(itertools.accumulate(s if s <= 10 else 0 for s in sizes))
 
 
 def test_blob_locations_first_segment_wins() -> None:
