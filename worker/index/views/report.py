@@ -30,7 +30,18 @@ _RAISED: Final = re.compile(r"^\s*((?:[A-Za-z_]\w*\.)*([A-Z]\w*))\s*:\s")
 """`pkg.errors.SomeError: message` — the last line of a traceback names the exception."""
 _EXCEPTION_NAME: Final = re.compile(r"^[A-Z]\w*(Error|Exception|Warning|Exit|Interrupt)$")
 _KEY_VALUE: Final = re.compile(r"^\s*[\w.\-/() ]{1,48}:\s+\S.*$")
+_QUOTED_VERSION: Final = re.compile(r'^\s*"[\w.\-/() ]{1,48}"\s*:\s*"v?\d+(?:\.\w+)+[^"]*",?\s*$')
+"""`"version": "2.0.9",` — a dump printed as JSON."""
+_SETTING: Final = re.compile(
+    r'^\s*[-*]?\s*"?[\w.\-/() ]{1,48}"?\s*:\s*(?:"[^"\s]*"|[^\s"]+)?\s*[,{\[]?\s*$'
+)
+"""`machine: x86_64`, `LC_ALL: None`, `"idna": {` — a name set to one word."""
+_BRACKETS: Final = re.compile(r"^\s*(?:[\[\]{}(),]+|\[[^\]\n]*\])\s*$")
 _MIN_DUMP_LINES: Final = 3
+_DUMP_HEADING_LINES: Final = 3
+_DUMP_HEADING_WORDS: Final = 4
+_HTML_COMMENT: Final = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+"""An issue template's guidance: hidden when the report is rendered, the same in every report."""
 _COMMON_NAMES: Final = frozenset(
     {"self", "cls", "args", "kwargs", "print", "len", "str", "int", "float", "list", "dict",
      "set", "tuple", "type", "object", "range", "open", "isinstance", "super", "np", "pd",
@@ -53,6 +64,9 @@ class ReportQuery:
     """File paths the query names (traceback frames first)."""
     modules: tuple[str, ...]
     """Dotted names that may be modules (`astropy.io.fits`)."""
+    title: str
+    """Its first line, when more follows: a report's summary, its exception names left out
+    (they say where the fault surfaced, and match the exception classes' module)."""
     reads_as_report: bool
     """It has a traceback, code or a version dump: a bug report more than a question."""
 
@@ -70,19 +84,35 @@ def _looks_like_identifier(name: str) -> bool:
 
 
 def _dump_lines(lines: list[str]) -> set[int]:
-    """Rows of version dumps: runs of at least three lines that each pair a name with a version
-    (or, in a run holding one, any `key: value`)."""
+    """Rows of version dumps: runs of at least three lines of `name: value` settings (or
+    brackets, or blank lines) of which half, or at least three, pair a name with a version."""
     rows: set[int] = set()
     run: list[int] = []
     versions = 0
 
     def close() -> None:
-        if len(run) >= _MIN_DUMP_LINES and versions * 2 >= len(run):
+        if len(run) >= _MIN_DUMP_LINES and (versions * 2 >= len(run) or versions >= 3):
             rows.update(run)
+            # Its heading (`Output of xr.show_versions()`, `INSTALLED VERSIONS`) names the
+            # tool that printed it, not the fault.
+            row, headed = run[0] - 1, 0
+            while row >= 0 and headed < _DUMP_HEADING_LINES and not _FENCE.match(lines[row]):
+                if lines[row].strip():
+                    if len(lines[row].split()) > _DUMP_HEADING_WORDS or lines[row][:1].isspace():
+                        break
+                    headed += 1
+                rows.add(row)
+                row -= 1
 
     for row, line in enumerate(lines):
-        is_version = bool(_VERSION_LINE.match(line))
-        if is_version or (run and _KEY_VALUE.match(line)):
+        is_version = bool(_VERSION_LINE.match(line) or _QUOTED_VERSION.match(line))
+        if (
+            is_version
+            or _SETTING.match(line)
+            or _BRACKETS.match(line)
+            or (run and not line.strip())
+            or (run and _KEY_VALUE.match(line))
+        ):
             run.append(row)
             versions += is_version
             continue
@@ -92,9 +122,22 @@ def _dump_lines(lines: list[str]) -> set[int]:
     return rows
 
 
+def _title(lines: list[str], raised: set[str]) -> str:
+    """The first non-blank line when more follows, without the exception names it holds."""
+    first = next((row for row, line in enumerate(lines) if line.strip()), None)
+    if first is None or not any(line.strip() for line in lines[first + 1 :]):
+        return ""
+
+    def keep(name: re.Match[str]) -> str:
+        found = name.group(0)
+        return "" if found in raised or _EXCEPTION_NAME.match(found) else found
+
+    return " ".join(_IDENT.sub(keep, lines[first]).split())
+
+
 def read_report(query: str) -> ReportQuery:
     """Split a query into the text to score and the code it mentions."""
-    lines = query.splitlines()
+    lines = _HTML_COMMENT.sub("", query).splitlines()
     dump = _dump_lines(lines)
     identifiers: dict[str, None] = {}
     paths: dict[str, None] = {}
@@ -148,6 +191,7 @@ def read_report(query: str) -> ReportQuery:
                 note_identifier(name)
     return ReportQuery(
         text="\n".join(kept),
+        title=_title(kept, raised),
         identifiers=tuple(
             name for name in identifiers if name not in raised and not _EXCEPTION_NAME.match(name)
         ),

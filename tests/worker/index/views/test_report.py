@@ -37,6 +37,71 @@ def test_version_dump_left_out_of_the_scored_text() -> None:
     assert "HIERARCH" in report.text
 
 
+ENVIRONMENT_REPORT = """\
+where() drops attributes
+<!-- Please include a self-contained example. Describe the template's guidance here. -->
+
+```python
+data = xr.where(cond, left, right)
+```
+
+<details><summary>Output of xr.show_versions()</summary>
+
+INSTALLED VERSIONS
+------------------
+commit: None
+python: 3.8.2 | packaged by conda-forge | (default, Apr 24 2020)
+[GCC 7.3.0]
+python-bits: 64
+machine: x86_64
+LC_ALL: None
+libhdf5: 1.10.6
+
+xarray: 0.15.1
+pandas: 1.0.4
+</details>
+
+```json
+{
+  "idna": {
+    "version": "3.3"
+  },
+  "urllib3": {
+    "version": "1.26.7"
+  },
+  "cryptography": {
+    "version": "3.4.8"
+  },
+  "using_pyopenssl": false
+}
+```
+"""
+
+
+def test_environment_dump_and_its_heading_left_out() -> None:
+    """Settings, platform lines and the heading naming the tool that printed them are not
+    scored, nor is a dump printed as JSON."""
+    text = read_report(ENVIRONMENT_REPORT).text
+    for word in ("x86_64", "LC_ALL", "GCC", "INSTALLED", "show_versions", "libhdf5", "idna"):
+        assert word not in text
+    assert "xr.where(cond, left, right)" in text
+
+
+def test_html_comments_left_out() -> None:
+    """An issue template's hidden guidance is not part of the report."""
+    report = read_report(ENVIRONMENT_REPORT)
+    assert "guidance" not in report.text
+    assert "self-contained" not in report.text
+
+
+def test_title_is_the_first_line_without_exception_names() -> None:
+    """The title is the report's first line; the exception it names is left out of it."""
+    assert read_report(ENVIRONMENT_REPORT).title == "where() drops attributes"
+    raised = read_report("ValueError in Card.format_value\n\nValueError: bad value\n")
+    assert raised.title == "in Card.format_value"
+    assert read_report("one line only").title == ""
+
+
 def test_traceback_frames_name_files_and_functions() -> None:
     """A traceback frame gives its file path and its function as mentions."""
     report = read_report(REPORT)
