@@ -102,6 +102,9 @@ class RankingParams:
     """Query weight of whole identifiers (`get_user`, `QuerySet`) over plain words."""
     max_terms: int = 24
     """Only the highest-weighted query terms are scored: a long report costs no more."""
+    title_boost: float = 2.0
+    """Query weight of the terms of a report's title (its first line) over the rest: the
+    reporter's own summary of the fault, where the body also holds reproduction and setup."""
     diversity_decay: float = 0.5
     test_prior: float = 0.3
     """Multiplier of files under a tests directory or named like a test."""
@@ -158,7 +161,12 @@ def query_weights(query: str, params: RankingParams = DEFAULT_PARAMS) -> dict[st
 def analyse_query(query: str, params: RankingParams = DEFAULT_PARAMS) -> AnalysedQuery:
     """Read the query as a report and weigh the terms of the text that is scored."""
     report = read_report(query)
-    return AnalysedQuery(weights=query_weights(report.text, params), report=report)
+    weights = query_weights(report.text, params)
+    if params.title_boost != 1.0 and report.reads_as_report:
+        for term in {t for token in raw_tokens(report.title) for t in token_terms(token)}:
+            if term in weights:
+                weights[term] *= params.title_boost
+    return AnalysedQuery(weights=weights, report=report)
 
 
 def _idf(n_docs: int, df: int | npt.NDArray[np.int64]) -> float:
