@@ -1,4 +1,5 @@
-"""Link the paths and dotted module names a query mentions to the files of a commit.
+"""Link the paths and dotted module names a query mentions, and the modules a file imports,
+to the files of a commit.
 
 Built once per commit index on first use from its path column; nothing is read from the
 repository.
@@ -63,3 +64,32 @@ class CommitLinks:
                 if row is not None:
                     return [row]
         return []
+
+    def import_rows(self, importer: str, module: str, name: str | None) -> list[int]:
+        """The files a Python import in `importer` reads: the module, or the submodule it
+        imports by name (`from pkg import mod`). Absolute modules match the end of a path, so
+        a `src/` layout resolves; an ambiguous match resolves to nothing."""
+        dots = len(module) - len(module.lstrip("."))
+        parts = [p for p in module[dots:].split(".") if p]
+        # `from . import x` in pkg/a.py reads pkg/x.py; each further dot climbs a directory.
+        stem = "/".join(importer.split("/")[:-dots] + parts) if dots else "/".join(parts)
+        if not stem:
+            return []
+        candidates = [f"{stem}/{name}.py", f"{stem}/{name}/__init__.py"] if name else []
+        for candidate in [*candidates, f"{stem}.py", f"{stem}/__init__.py"]:
+            rows = self._ending_with(candidate, anchored=bool(dots))
+            if rows:
+                return rows
+        return []
+
+    def _ending_with(self, path: str, *, anchored: bool) -> list[int]:
+        """The one file at `path` (anchored) or whose path ends with it (none if several)."""
+        if anchored:
+            row = self.rows.get(path)
+            return [] if row is None else [row]
+        rows = [
+            row
+            for row in self._by_file_name.get(path.rsplit("/", 1)[-1], [])
+            if self._paths[row] == path or self._paths[row].endswith("/" + path)
+        ]
+        return rows if len(rows) == 1 else []

@@ -64,6 +64,9 @@ class ReportQuery:
     """File paths the query names (traceback frames first)."""
     modules: tuple[str, ...]
     """Dotted names that may be modules (`astropy.io.fits`)."""
+    raised: tuple[str, ...]
+    """Exceptions it shows raised (`DisallowedHost`, `errors.ParseError`): where they are
+    defined is not the fault."""
     title: str
     """Its first line, when more follows: a report's summary, its exception names left out
     (they say where the fault surfaced, and match the exception classes' module)."""
@@ -191,6 +194,7 @@ def read_report(query: str) -> ReportQuery:
                 note_identifier(name)
     return ReportQuery(
         text="\n".join(kept),
+        raised=tuple(sorted(raised))[:MAX_MENTIONS],
         title=_title(kept, raised),
         identifiers=tuple(
             name for name in identifiers if name not in raised and not _EXCEPTION_NAME.match(name)

@@ -60,6 +60,8 @@ class Signals(enum.IntFlag):
     """It defines a name the query mentions."""
     PATH = 4
     """The query names its path or module."""
+    GRAPH = 16
+    """One of the best files imports it."""
     HISTORY = 8
     """Past commits whose messages match the query changed it."""
 
@@ -127,6 +129,14 @@ class RankingParams:
     file's score."""
     module_mention_weight: float = 0.25
     """A module a dotted name in the query names gains this share of the best file's score."""
+    import_sources: int = 10
+    """How many of the best files lend a score to the files they import."""
+    import_weight: float = 0.1
+    """A file one of the best files imports gains this share of the geometric mean of its own
+    score and its importer's (a fix often spans a module and what it imports)."""
+    import_support_weight: float = 0.3
+    """... or up to this share, as long as that keeps it below its importer: an import
+    supports a file's evidence more than it makes it."""
     history_weight: float = 0.5
     """The file most lent by past commits matching the query gains this share of the best
     file's score; others in proportion."""
@@ -425,6 +435,59 @@ class CommitIndex:
                     bonus[row] = max(bonus[row], self.params.module_mention_weight * top)
         return bonus
 
+    def _import_bonus(self, report: ReportQuery, file_score: F64) -> F64:
+        """What each file gains for being imported by one of the best files of a report.
+
+        The imports are read from the best files' stored references (no graph is built);
+        files defining an exception the report shows raised gain nothing: where it is
+        defined is not the fault, however many files import it.
+        """
+        params = self.params
+        bonus = np.zeros(self.n_paths, dtype=np.float64)
+        if not report.reads_as_report or not (params.import_weight or params.import_support_weight):
+            return bonus
+        sources = np.flatnonzero(file_score > 0)
+        sources = sources[np.lexsort((sources, -file_score[sources]))][: params.import_sources]
+        if not len(sources):
+            return bonus
+        links = self.links()
+        raised = set(report.raised)
+        excluded: set[int] = set()
+        for name in report.raised:
+            defining = self._chunk_gblob[self._defining_chunks(name)]
+            excluded.update(np.flatnonzero(np.isin(self._path_gblob, defining)).tolist())
+        for source in sources.tolist():
+            importer_score = float(file_score[source])
+            for row in self._imported_rows(source, links, raised):
+                if row == source or row in excluded:
+                    continue
+                own = float(file_score[row])
+                mean = float(np.sqrt(own * importer_score))
+                below = max(0.0, importer_score * (1 - 1e-6) - own)
+                gain = max(
+                    params.import_weight * mean, min(params.import_support_weight * mean, below)
+                )
+                bonus[row] = max(bonus[row], gain)
+        return bonus
+
+    def _imported_rows(self, row: int, links: CommitLinks, skip_names: set[str]) -> list[int]:
+        """The files a file imports (Python imports resolved to this commit's paths)."""
+        seg = self._segments[int(self._paths.segment[row])]
+        refs = seg.references(int(self._paths.blob[row]))
+        if not refs.num_rows:
+            return []
+        importer = self._paths.path(row)
+        found: list[int] = []
+        for relation, target, name in zip(
+            refs.column("relation").to_pylist(),
+            refs.column("target").to_pylist(),
+            refs.column("name").to_pylist(),
+            strict=True,
+        ):
+            if relation == "import" and target and name not in skip_names:
+                found.extend(links.import_rows(importer, target, name))
+        return found
+
     def _history_bonus(self, history: Mapping[str, float] | None, top: float) -> F64:
         """What each file gains from past commits matching the query."""
         bonus = np.zeros(self.n_paths, dtype=np.float64)
@@ -482,6 +545,8 @@ class CommitIndex:
         past = self._history_bonus(history, scale)
         file_score += mention + past
         file_score *= self._prior
+        imported = self._import_bonus(analysed.report, file_score)
+        file_score += imported
         linked = chunk_score > lexical
         file_score /= ceiling
         chunk_score /= ceiling
@@ -493,6 +558,7 @@ class CommitIndex:
         order = candidates[np.lexsort((candidates, -file_score[candidates]))]
         signals = np.where(lexical_files, int(Signals.TERMS), 0)
         signals |= np.where(mention > 0, int(Signals.PATH), 0)
+        signals |= np.where(imported > 0, int(Signals.GRAPH), 0)
         signals |= np.where(past > 0, int(Signals.HISTORY), 0)
         return self._emit(order, file_score, chunk_score, signals, linked)
 

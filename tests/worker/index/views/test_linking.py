@@ -6,10 +6,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from tests.worker.index.conftest import RepoFactory
 from worker.index import CommitIndex, IndexStore
+from worker.index.views.linking import CommitLinks
 from worker.index.views.text import Signals
 
 FILES = {
@@ -105,3 +107,28 @@ def test_a_name_defined_everywhere_links_nothing(
     store = IndexStore(tmp_path / "cache")
     index = store.open("acme/many", factory.repo, commit, deadline=time.monotonic() + 60)
     assert all(Signals.ENTITY not in hit.signals for hit in index.ranked("`shared_name` fails"))
+
+
+def test_imports_resolve_to_the_files_they_read() -> None:
+    """Relative, absolute (under a src/ layout) and `from pkg import module` imports name
+    their files; an absolute module two files could be names none."""
+    paths = [
+        "src/app/__init__.py",
+        "src/app/core.py",
+        "src/app/io/__init__.py",
+        "src/app/io/reader.py",
+        "src/app/util.py",
+        "tools/util.py",
+        "src/app/extra/util.py",
+    ]
+    links = CommitLinks(pa.chunked_array([pa.array(paths)]))
+    row = {path: i for i, path in enumerate(paths)}
+    assert links.import_rows("src/app/core.py", ".util", "helper") == [row["src/app/util.py"]]
+    assert links.import_rows("src/app/io/reader.py", "..core", None) == [row["src/app/core.py"]]
+    assert links.import_rows("src/app/core.py", ".", "io") == [row["src/app/io/__init__.py"]]
+    assert links.import_rows("src/app/core.py", "app.io", "reader") == [row["src/app/io/reader.py"]]
+    assert links.import_rows("src/app/core.py", "app.io", "Reader") == [
+        row["src/app/io/__init__.py"]
+    ]
+    assert links.import_rows("src/app/core.py", "util", None) == []
+    assert links.import_rows("src/app/core.py", "numpy", "array") == []

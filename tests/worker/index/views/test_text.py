@@ -1,4 +1,4 @@
-"""Ranking a report's terms: its title weighs more than its body."""
+"""Ranking a report: its title weighs more than its body; the best files' imports rise."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 
 from tests.worker.index.conftest import RepoFactory
 from worker.index import CommitIndex, IndexStore
-from worker.index.views.text import RankingParams, analyse_query
+from worker.index.store.build import build_in_memory
+from worker.index.views.text import RankingParams, Signals, analyse_query
 
 FILES = {
     "pkg/cache.py": b'''def expire(entries, now):
@@ -38,13 +39,68 @@ The client reconnects its session to the host, and after the session
 reconnects the connection is retried and the session comes back.
 """
 
+IMPORTING = {
+    "pkg/__init__.py": b"",
+    "pkg/client.py": b'''from .retry import backoff
+from pkg.errors import TimeoutFailure
+
+
+def fetch(url, attempts):
+    """Fetch a url; a timeout fails the fetch after the attempts."""
+    for attempt in range(attempts):
+        reply = request(url, timeout=backoff(attempt))
+        if reply:
+            return reply
+    raise TimeoutFailure(url)
+''',
+    "pkg/retry.py": b'''def backoff(attempt):
+    """The delay before an attempt."""
+    return 2**attempt
+''',
+    "pkg/errors.py": b'''class TimeoutFailure(Exception):
+    """A fetch ran out of attempts."""
+''',
+    "pkg/schedule.py": b'''def delay(job):
+    """The delay before a job runs again after a fetch failed."""
+    return job.delay
+''',
+}
+
+FETCH_REPORT = """\
+fetch gives up too early on a slow url
+
+```python
+fetch("https://example.org", attempts=3)
+```
+
+pkg.errors.TimeoutFailure: https://example.org
+
+The delay before the last attempt looks too short.
+"""
+
+
+def _index(
+    factory: RepoFactory, commit: str, tmp_path: Path, params: RankingParams | None = None
+) -> CommitIndex:
+    if params is None:
+        store = IndexStore(tmp_path / "cache")
+        return store.open("acme/pkg", factory.repo, commit, deadline=time.monotonic() + 60)
+    segments, tables, _ = build_in_memory(
+        factory.repo, commit, [], max_blob_bytes=1 << 20, check_deadline=lambda _d, _t: None
+    )
+    return CommitIndex(commit, segments, tables, params)
+
 
 @pytest.fixture
 def index(make_repo: Callable[[str], RepoFactory], tmp_path: Path) -> CommitIndex:
     factory = make_repo("pkg")
-    commit = factory.commit(FILES)
-    store = IndexStore(tmp_path / "cache")
-    return store.open("acme/pkg", factory.repo, commit, deadline=time.monotonic() + 60)
+    return _index(factory, factory.commit(FILES), tmp_path)
+
+
+@pytest.fixture
+def importing(make_repo: Callable[[str], RepoFactory]) -> tuple[RepoFactory, str]:
+    factory = make_repo("importing")
+    return factory, factory.commit(IMPORTING)
 
 
 def test_title_terms_outweigh_a_longer_body(index: CommitIndex) -> None:
@@ -61,3 +117,37 @@ def test_a_question_has_no_title_boost() -> None:
         analyse_query(question).weights
         == analyse_query(question, RankingParams(title_boost=1.0)).weights
     )
+
+
+def _files(index: CommitIndex, report: str) -> list[str]:
+    return list(dict.fromkeys(hit.path for hit in index.ranked(report)))
+
+
+def test_a_module_the_best_file_imports_rises_marked_graph(
+    importing: tuple[RepoFactory, str], tmp_path: Path
+) -> None:
+    """A file the best file imports outranks one sharing as many words, and says why."""
+    index = _index(*importing, tmp_path)
+    ranked = _files(index, FETCH_REPORT)
+    assert ranked[0] == "pkg/client.py"
+    assert ranked.index("pkg/retry.py") < ranked.index("pkg/schedule.py")
+    retry = next(hit for hit in index.ranked(FETCH_REPORT) if hit.path == "pkg/retry.py")
+    assert Signals.GRAPH in retry.signals
+    alone = RankingParams(import_weight=0.0, import_support_weight=0.0)
+    unlinked = _files(_index(*importing, tmp_path, alone), FETCH_REPORT)
+    assert unlinked.index("pkg/retry.py") > unlinked.index("pkg/schedule.py")
+
+
+def test_the_raised_exceptions_module_gains_nothing_from_imports(
+    importing: tuple[RepoFactory, str], tmp_path: Path
+) -> None:
+    """Where a raised exception is defined gains no graph signal, though the best file
+    imports it; were it not raised, the import would count."""
+    index = _index(*importing, tmp_path)
+
+    def errors_signals(report: str) -> Signals:
+        return next(hit.signals for hit in index.ranked(report) if hit.path == "pkg/errors.py")
+
+    assert Signals.GRAPH not in errors_signals(FETCH_REPORT)
+    not_raised = FETCH_REPORT.replace("pkg.errors.TimeoutFailure: https://example.org", "")
+    assert Signals.GRAPH in errors_signals(not_raised + "timeout failure\n")
