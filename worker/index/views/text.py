@@ -135,6 +135,9 @@ class RankingParams:
     """A file one of the best files imports gains this share of the geometric mean of its own
     score and its importer's (a fix often spans a module and what it imports)."""
     import_support_weight: float = 0.3
+    call_support_weight: float = 1.0
+    """... or up to this share, below its importer, when the importer's best chunk calls
+    what the import binds: the code the report matched uses it."""
     """... or up to this share, as long as that keeps it below its importer: an import
     supports a file's evidence more than it makes it."""
     history_weight: float = 0.5
@@ -435,16 +438,17 @@ class CommitIndex:
                     bonus[row] = max(bonus[row], self.params.module_mention_weight * top)
         return bonus
 
-    def _import_bonus(self, report: ReportQuery, file_score: F64) -> F64:
+    def _import_bonus(self, report: ReportQuery, file_score: F64, chunk_score: F64) -> F64:
         """What each file gains for being imported by one of the best files of a report.
 
-        The imports are read from the best files' stored references (no graph is built);
-        files defining an exception the report shows raised gain nothing: where it is
-        defined is not the fault, however many files import it.
+        The imports and calls are read from the best files' stored references (no graph is
+        built); files defining an exception the report shows raised gain nothing: where it
+        is defined is not the fault, however many files import it.
         """
         params = self.params
         bonus = np.zeros(self.n_paths, dtype=np.float64)
-        if not report.reads_as_report or not (params.import_weight or params.import_support_weight):
+        weights = (params.import_weight, params.import_support_weight, params.call_support_weight)
+        if not report.reads_as_report or not any(weights):
             return bonus
         sources = np.flatnonzero(file_score > 0)
         sources = sources[np.lexsort((sources, -file_score[sources]))][: params.import_sources]
@@ -458,34 +462,54 @@ class CommitIndex:
             excluded.update(np.flatnonzero(np.isin(self._path_gblob, defining)).tolist())
         for source in sources.tolist():
             importer_score = float(file_score[source])
-            for row in self._imported_rows(source, links, raised):
+            for row, called in self._imports(source, chunk_score, links, raised):
                 if row == source or row in excluded:
                     continue
                 own = float(file_score[row])
                 mean = float(np.sqrt(own * importer_score))
                 below = max(0.0, importer_score * (1 - 1e-6) - own)
-                gain = max(
-                    params.import_weight * mean, min(params.import_support_weight * mean, below)
-                )
+                support = params.call_support_weight if called else params.import_support_weight
+                gain = max(params.import_weight * mean, min(support * mean, below))
                 bonus[row] = max(bonus[row], gain)
         return bonus
 
-    def _imported_rows(self, row: int, links: CommitLinks, skip_names: set[str]) -> list[int]:
-        """The files a file imports (Python imports resolved to this commit's paths)."""
+    def _imports(
+        self, row: int, chunk_score: F64, links: CommitLinks, skip_names: set[str]
+    ) -> list[tuple[int, bool]]:
+        """The files a file imports (Python imports resolved to this commit's paths), each
+        with whether the file's best chunk calls a name the import binds."""
         seg = self._segments[int(self._paths.segment[row])]
         refs = seg.references(int(self._paths.blob[row]))
         if not refs.num_rows:
             return []
+        chunks, _ = self._file_chunks(row, chunk_score)
+        first, last = (
+            (int(seg.chunk_start_line[chunks[0]]), int(seg.chunk_end_line[chunks[0]]))
+            if chunks
+            else (0, -1)
+        )
+        relations = refs.column("relation").to_pylist()
+        targets = refs.column("target").to_pylist()
+        called = {
+            target.split(".", 1)[0]
+            for relation, target, line in zip(
+                relations, targets, refs.column("line").to_pylist(), strict=True
+            )
+            if relation == "invoke" and target and first <= line <= last
+        }
         importer = self._paths.path(row)
-        found: list[int] = []
-        for relation, target, name in zip(
-            refs.column("relation").to_pylist(),
-            refs.column("target").to_pylist(),
+        found: list[tuple[int, bool]] = []
+        for relation, target, name, alias in zip(
+            relations,
+            targets,
             refs.column("name").to_pylist(),
+            refs.column("alias").to_pylist(),
             strict=True,
         ):
-            if relation == "import" and target and name not in skip_names:
-                found.extend(links.import_rows(importer, target, name))
+            if relation != "import" or not target or name in skip_names:
+                continue
+            bound = alias or name or target.split(".", 1)[0]
+            found.extend((r, bound in called) for r in links.import_rows(importer, target, name))
         return found
 
     def _history_bonus(self, history: Mapping[str, float] | None, top: float) -> F64:
@@ -545,7 +569,7 @@ class CommitIndex:
         past = self._history_bonus(history, scale)
         file_score += mention + past
         file_score *= self._prior
-        imported = self._import_bonus(analysed.report, file_score)
+        imported = self._import_bonus(analysed.report, file_score, chunk_score)
         file_score += imported
         linked = chunk_score > lexical
         file_score /= ceiling

@@ -1,4 +1,5 @@
-"""Ranking a report: its title weighs more than its body; the best files' imports rise."""
+"""Ranking a report: its title weighs more than its body; the best files' imports rise, the
+ones their best code calls the most."""
 
 from __future__ import annotations
 
@@ -79,6 +80,44 @@ The delay before the last attempt looks too short.
 """
 
 
+CALLING = {
+    "pkg/__init__.py": b"",
+    "pkg/client.py": b'''from .retry import backoff
+from .format import render
+
+
+def fetch(url, attempts):
+    """Fetch a url; a slow url is tried again after a pause."""
+    for attempt in range(attempts):
+        reply = request(url, timeout=backoff(attempt))
+        if reply:
+            return reply
+
+
+def describe(reply):
+    return render(reply)
+''',
+    "pkg/format.py": b'''def render(value):
+    """The pause between tries."""
+    return str(value)
+''',
+    "pkg/retry.py": b'''def backoff(value):
+    """The pause between tries."""
+    return str(value)
+''',
+}
+
+SLOW_REPORT = """\
+fetch gives up on a slow url
+
+```python
+fetch(url, attempts=3)
+```
+
+The pause between tries looks too short.
+"""
+
+
 def _index(
     factory: RepoFactory, commit: str, tmp_path: Path, params: RankingParams | None = None
 ) -> CommitIndex:
@@ -133,7 +172,7 @@ def test_a_module_the_best_file_imports_rises_marked_graph(
     assert ranked.index("pkg/retry.py") < ranked.index("pkg/schedule.py")
     retry = next(hit for hit in index.ranked(FETCH_REPORT) if hit.path == "pkg/retry.py")
     assert Signals.GRAPH in retry.signals
-    alone = RankingParams(import_weight=0.0, import_support_weight=0.0)
+    alone = RankingParams(import_weight=0.0, import_support_weight=0.0, call_support_weight=0.0)
     unlinked = _files(_index(*importing, tmp_path, alone), FETCH_REPORT)
     assert unlinked.index("pkg/retry.py") > unlinked.index("pkg/schedule.py")
 
@@ -151,3 +190,17 @@ def test_the_raised_exceptions_module_gains_nothing_from_imports(
     assert Signals.GRAPH not in errors_signals(FETCH_REPORT)
     not_raised = FETCH_REPORT.replace("pkg.errors.TimeoutFailure: https://example.org", "")
     assert Signals.GRAPH in errors_signals(not_raised + "timeout failure\n")
+
+
+def test_a_module_the_best_code_calls_outranks_one_only_imported(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path
+) -> None:
+    """Of two imported files matching alike, the one whose function the best chunk calls
+    ranks first; counted as a plain import, the tie goes the other way."""
+    factory = make_repo("calling")
+    commit = factory.commit(CALLING)
+    ranked = _files(_index(factory, commit, tmp_path), SLOW_REPORT)
+    assert ranked[:3] == ["pkg/client.py", "pkg/retry.py", "pkg/format.py"]
+    plain = RankingParams(call_support_weight=RankingParams().import_support_weight)
+    ranked = _files(_index(factory, commit, tmp_path, plain), SLOW_REPORT)
+    assert ranked[:3] == ["pkg/client.py", "pkg/format.py", "pkg/retry.py"]
