@@ -14,6 +14,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 I64 = npt.NDArray[np.int64]
+_MAX_REMEMBERED_IMPORTS = 1 << 16
 _MODULE_SUFFIXES = (".py", "/__init__.py", ".pyx", ".pyi")
 
 
@@ -23,10 +24,17 @@ class CommitLinks:
     def __init__(self, paths: pa.ChunkedArray) -> None:
         self._paths: list[str] = paths.to_pylist()
         by_name: dict[str, list[int]] = defaultdict(list)
+        packages: dict[str, list[int]] = defaultdict(list)
         for row, path in enumerate(self._paths):
-            by_name[path.rsplit("/", 1)[-1]].append(row)
+            parts = path.rsplit("/", 2)
+            by_name[parts[-1]].append(row)
+            if parts[-1] == "__init__.py" and len(parts) > 1:
+                packages[parts[-2]].append(row)
         self._by_file_name = dict(by_name)
+        self._packages = dict(packages)
+        """Each package directory's name with the rows of its `__init__.py` files."""
         self.rows = {path: row for row, path in enumerate(self._paths)}
+        self._imports: dict[tuple[str, str, str | None], list[int]] = {}
         """Each path's row."""
 
     def file_rows(self, mention: str) -> list[int]:
@@ -68,7 +76,18 @@ class CommitLinks:
     def import_rows(self, importer: str, module: str, name: str | None) -> list[int]:
         """The files a Python import in `importer` reads: the module, or the submodule it
         imports by name (`from pkg import mod`). Absolute modules match the end of a path, so
-        a `src/` layout resolves; an ambiguous match resolves to nothing."""
+        a `src/` layout resolves; an ambiguous match resolves to nothing. Remembered: the
+        best files of one query after another import much the same."""
+        key = (importer.rsplit("/", 1)[0] if module.startswith(".") else "", module, name)
+        found = self._imports.get(key)
+        if found is None:
+            if len(self._imports) >= _MAX_REMEMBERED_IMPORTS:
+                self._imports.clear()
+            found = self._imports[key] = self._resolve_import(importer, module, name)
+        return found
+
+    def _resolve_import(self, importer: str, module: str, name: str | None) -> list[int]:
+        """`import_rows`, not remembered."""
         dots = len(module) - len(module.lstrip("."))
         parts = [p for p in module[dots:].split(".") if p]
         # `from . import x` in pkg/a.py reads pkg/x.py; each further dot climbs a directory.
@@ -87,9 +106,14 @@ class CommitLinks:
         if anchored:
             row = self.rows.get(path)
             return [] if row is None else [row]
+        parts = path.rsplit("/", 2)
+        if parts[-1] == "__init__.py" and len(parts) > 1:
+            candidates = self._packages.get(parts[-2], [])
+        else:
+            candidates = self._by_file_name.get(parts[-1], [])
         rows = [
             row
-            for row in self._by_file_name.get(path.rsplit("/", 1)[-1], [])
+            for row in candidates
             if self._paths[row] == path or self._paths[row].endswith("/" + path)
         ]
         return rows if len(rows) == 1 else []

@@ -22,6 +22,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from worker.index.analysis.tokens import raw_tokens, token_terms
 from worker.index.store.commit_view import CommitTables, PathIndex
@@ -46,6 +47,9 @@ _CONFIG_PATH: Final = re.compile(
     r"[^/]*$|(^|/)requirements[^/]*\.txt$",
     re.IGNORECASE,
 )
+
+_PYTHON_SUFFIXES: Final = (".py", ".pyi", ".pyx")
+"""The files whose imports `CommitLinks.import_rows` resolves."""
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -478,6 +482,9 @@ class CommitIndex:
     ) -> list[tuple[int, bool]]:
         """The files a file imports (Python imports resolved to this commit's paths), each
         with whether the file's best chunk calls a name the import binds."""
+        importer = self._paths.path(row)
+        if not importer.endswith(_PYTHON_SUFFIXES):
+            return []
         seg = self._segments[int(self._paths.segment[row])]
         refs = seg.references(int(self._paths.blob[row]))
         if not refs.num_rows:
@@ -488,25 +495,24 @@ class CommitIndex:
             if chunks
             else (0, -1)
         )
-        relations = refs.column("relation").to_pylist()
-        targets = refs.column("target").to_pylist()
-        called = {
-            target.split(".", 1)[0]
-            for relation, target, line in zip(
-                relations, targets, refs.column("line").to_pylist(), strict=True
+        relation = pc.cast(refs.column("relation"), pa.string())
+        line = refs.column("line")
+        calls = refs.filter(
+            pc.and_(
+                pc.equal(relation, "invoke"),
+                pc.and_(pc.greater_equal(line, first), pc.less_equal(line, last)),
             )
-            if relation == "invoke" and target and first <= line <= last
-        }
-        importer = self._paths.path(row)
+        )
+        called = {t.split(".", 1)[0] for t in calls.column("target").to_pylist() if t}
+        imports = refs.filter(pc.equal(relation, "import"))
         found: list[tuple[int, bool]] = []
-        for relation, target, name, alias in zip(
-            relations,
-            targets,
-            refs.column("name").to_pylist(),
-            refs.column("alias").to_pylist(),
+        for target, name, alias in zip(
+            imports.column("target").to_pylist(),
+            imports.column("name").to_pylist(),
+            imports.column("alias").to_pylist(),
             strict=True,
         ):
-            if relation != "import" or not target or name in skip_names:
+            if not target or name in skip_names:
                 continue
             bound = alias or name or target.split(".", 1)[0]
             found.extend((r, bound in called) for r in links.import_rows(importer, target, name))
