@@ -100,7 +100,7 @@ def _dump_lines(lines: list[str]) -> set[int]:
             # tool that printed it, not the fault.
             row, headed = run[0] - 1, 0
             while row >= 0 and headed < _DUMP_HEADING_LINES and not _FENCE.match(lines[row]):
-                if lines[row].strip():
+                if any(c.isalnum() for c in lines[row]):
                     if len(lines[row].split()) > _DUMP_HEADING_WORDS or lines[row][:1].isspace():
                         break
                     headed += 1

@@ -45,7 +45,9 @@ where() drops attributes
 data = xr.where(cond, left, right)
 ```
 
-<details><summary>Output of xr.show_versions()</summary>
+#### Output of ``xr.show_versions()``
+
+<details>
 
 INSTALLED VERSIONS
 ------------------
