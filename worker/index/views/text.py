@@ -3,7 +3,10 @@
 A chunk scores BM25F over its body and its symbol name; a file scores its best chunk plus a
 damped share of its other chunks plus a BM25F score of its path and file name; hits come out
 file by file (best file first), a file's later chunks discounted so results stay diverse.
-Statistics (N, df, average lengths) count only the commit's live chunks.
+A bug report adds evidence: its title's terms weigh more, definitions of the names it
+mentions, files its paths and modules name, past commits matching it, and the modules the
+best files import (most those their best code calls). Statistics (N, df, average lengths)
+count only the commit's live chunks.
 """
 
 from __future__ import annotations
@@ -139,11 +142,11 @@ class RankingParams:
     """A file one of the best files imports gains this share of the geometric mean of its own
     score and its importer's (a fix often spans a module and what it imports)."""
     import_support_weight: float = 0.3
-    call_support_weight: float = 1.0
-    """... or up to this share, below its importer, when the importer's best chunk calls
-    what the import binds: the code the report matched uses it."""
     """... or up to this share, as long as that keeps it below its importer: an import
     supports a file's evidence more than it makes it."""
+    call_support_weight: float = 1.0
+    """The same, up to this share, when the importer's best chunk calls what the import
+    binds: the code the report matched uses it."""
     history_weight: float = 0.5
     """The file most lent by past commits matching the query gains this share of the best
     file's score; others in proportion."""
