@@ -52,6 +52,7 @@ _SOURCE_NAMES: Final = {"stored": "trigram", "on-demand": "on-demand"}
 QUALITY_WEIGHT: Final = 0.6
 PRIOR_WEIGHT: Final = 0.4
 WHOLE_WORD_QUALITY: Final = 0.8
+_Real = float | npt.NDArray[np.float64]
 """The best line quality a file without a matching definition line can reach."""
 
 
@@ -242,16 +243,12 @@ class Scan:
     def run(self, rows: npt.NDArray[np.int64], *, definers: npt.NDArray[np.int64]) -> None:
         """Verify `rows` best possible score first; `definers` may match on a definition line."""
         paths = self.index.paths
-        priors = self.index.priors(rows, self.compiled.needle)
-        defines = np.isin(rows, definers).tolist()
-        # Rounded as a hit's score is, so that no hit can score above its file's bound.
-        bounds = [
-            round(QUALITY_WEIGHT * (1.0 if d else WHOLE_WORD_QUALITY) + PRIOR_WEIGHT * p, 4)
-            for d, p in zip(defines, priors, strict=True)
-        ]
+        prior_array = self.index.priors(rows, self.compiled.needle)
+        quality = np.where(np.isin(rows, definers), 1.0, WHOLE_WORD_QUALITY)
+        bound_array = hit_score(quality, prior_array)
         # Rows are in path order: ties in bound are visited in path order.
-        order = np.lexsort((rows, -np.asarray(bounds, dtype=np.float64))).tolist()
-        ordered_rows = rows.tolist()
+        order = np.lexsort((rows, -bound_array)).tolist()
+        ordered_rows, bounds, priors = rows.tolist(), bound_array.tolist(), prior_array.tolist()
         for position, at in enumerate(order):
             row, bound, prior = ordered_rows[at], bounds[at], priors[at]
             if time.monotonic() > self.deadline:
@@ -285,8 +282,18 @@ class Scan:
                 quality += 0.3
             if DEFINITION_LINE.match(data, line.line_start, line.line_end):
                 quality += 0.2
-            score = round(QUALITY_WEIGHT * quality + PRIOR_WEIGHT * prior, 4)
-            self.top.add(Found(score=score, row=row, line=line, data=data))
+            self.top.add(
+                Found(score=float(hit_score(quality, prior)), row=row, line=line, data=data)
+            )
+
+
+def hit_score(quality: _Real, prior: _Real) -> npt.NDArray[np.float64]:
+    """A hit's score from its match quality and its file's prior, rounded to 4 places.
+
+    A file's bound is the score of the best quality it could have: both are rounded alike,
+    so no hit scores above its file's bound.
+    """
+    return np.round(QUALITY_WEIGHT * np.asarray(quality) + PRIOR_WEIGHT * np.asarray(prior), 4)
 
 
 def check_search(

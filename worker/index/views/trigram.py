@@ -15,10 +15,11 @@ from typing import Final
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
 from worker.index.analysis.trigrams import trigrams_of
 from worker.index.store.segment import Segment, TrigramLists
-from worker.index.views.priors import file_name, named_prior, path_prior
+from worker.index.views.priors import file_priors
 from worker.index.views.queryplan import MATCH_ALL, AllOf, AnyOf, Literal, TrigramQuery
 from worker.index.views.text import CommitIndex
 
@@ -36,10 +37,9 @@ class TrigramView:
     def __init__(self, index: CommitIndex) -> None:
         self.commit = index.commit
         self.source = index.source
-        self.paths: tuple[str, ...] = tuple(index.path_column.to_pylist())
+        self._path_column = index.path_column
+        self.paths: tuple[str, ...] = tuple(self._path_column.to_pylist())
         self._oids = index.path_oids
-        self._path_priors: dict[int, tuple[float, str]] = {}
-        """Each row's path prior and lowercased file name, as queries first need them."""
         self._segments = index.segments
         segment_of_row = index.path_segment
         blob_of_row = index.path_blob
@@ -56,20 +56,9 @@ class TrigramView:
     def __len__(self) -> int:
         return len(self.paths)
 
-    def priors(self, rows: RowIndex, needle: str | None) -> list[float]:
-        """`worker.index.views.priors.file_prior` of each row's path, for the query's needle.
-
-        Each path's own part is worked out the first time a query has it as a candidate and
-        kept: a commit's first query pays for its candidates, not for every path.
-        """
-        known, paths = self._path_priors, self.paths
-        out = []
-        for r in rows.tolist():
-            found = known.get(r)
-            if found is None:
-                found = known[r] = (path_prior(paths[r]), file_name(paths[r]))
-            out.append(named_prior(*found, needle))
-        return out
+    def priors(self, rows: RowIndex, needle: str | None) -> npt.NDArray[np.float64]:
+        """`worker.index.views.priors.file_prior` of each row's path, for the query's needle."""
+        return file_priors(self._path_column.take(pa.array(rows)).combine_chunks(), needle)
 
     def oid(self, row: int) -> bytes:
         """The raw blob id of a row."""
