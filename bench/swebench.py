@@ -46,7 +46,8 @@ from worker.config import Config
 from worker.errors import RepoReaderFailure
 from worker.index.store.build import build_in_memory, newest_segments, repo_index_dir
 from worker.index.views.history import HistoryStore
-from worker.index.views.text import DEFAULT_PARAMS, CommitIndex, analyse_query
+from worker.index.views.ranking import DEFAULT_PARAMS, analyse_query
+from worker.index.views.text import CommitIndex
 from worker.mirror.sync import Mirror
 from worker.repos.layout import CacheLayout
 from worker.service.embedded_nats import EmbeddedNats

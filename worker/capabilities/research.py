@@ -43,7 +43,7 @@ from worker.errors import (
 from worker.index import IndexStore, SearchHit, text_terms
 from worker.index.store.build import repo_index_dir
 from worker.index.views.history import HistoryStore
-from worker.index.views.text import AnalysedQuery, analyse_query
+from worker.index.views.ranking import AnalysedQuery, analyse_query
 from worker.licenses import LicenseCache, LicenseInfo, LicensePolicy, LicenseResolver
 from worker.repos.catalog import RepoCatalog
 from worker.repos.catalog import ResolvedRepo as PinnedRepo

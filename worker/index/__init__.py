@@ -5,7 +5,8 @@ from worker.index.analysis.tokens import informative_terms, text_terms
 from worker.index.store.build import build_commit_index
 from worker.index.store.build_workers import start_build_workers, wait_for_build_workers
 from worker.index.store.index_store import IndexStore
-from worker.index.views.text import CommitIndex, SearchHit
+from worker.index.views.ranking import SearchHit
+from worker.index.views.text import CommitIndex
 
 __all__ = [
     "CommitIndex",

@@ -11,182 +11,37 @@ count only the commit's live chunks.
 
 from __future__ import annotations
 
-import enum
 import heapq
-import re
 import threading
-from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Final
 
-import msgspec
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from worker.index.analysis.tokens import raw_tokens, token_terms
+from worker.index.analysis.tokens import token_terms
 from worker.index.store.commit_view import CommitTables, PathIndex
 from worker.index.store.segment import Segment
 from worker.index.views.linking import CommitLinks
-from worker.index.views.report import ReportQuery, read_report
-
-_TEST_PATH: Final = re.compile(
-    r"(^|/)(tests?|testing|__tests__|spec)/|(^|/)test_[^/]*$|_tests?\.[^/]*$|(^|/)conftest\.py$"
+from worker.index.views.priors import config_paths, research_path_priors
+from worker.index.views.ranking import (
+    DEFAULT_PARAMS,
+    AnalysedQuery,
+    RankingParams,
+    SearchHit,
+    Signals,
+    analyse_query,
 )
-_DOC_PATH: Final = re.compile(r"\.(md|rst|txt|adoc)$|(^|/)(docs?|Documentation)/", re.IGNORECASE)
-_PROSE_NAME: Final = re.compile(r"(^|/)[A-Z][A-Z_-]{2,}$")
-"""README, CHANGES, AUTHORS, EXAMPLES: prose under a name without an extension."""
-_VENDORED_PATH: Final = re.compile(
-    r"(^|/)(vendor|vendored|_vendor|third_party|thirdparty|extern|cextern|external"
-    r"|node_modules|static|locale|locales|LC_MESSAGES)/|\.min\.(js|css)$|\.(po|pot|css|map)$",
-    re.IGNORECASE,
-)
-_CONFIG_PATH: Final = re.compile(
-    r"(^|/)(\.github|\.circleci|ci|\.ci)/|\.(ini|cfg|toml|ya?ml|lock|json|in)$"
-    r"|(^|/)(LICENSE|LICENCE|COPYING|NOTICE|AUTHORS|CHANGES|CHANGELOG|Makefile|Dockerfile)"
-    r"[^/]*$|(^|/)requirements[^/]*\.txt$",
-    re.IGNORECASE,
-)
+from worker.index.views.report import ReportQuery
 
 _PYTHON_SUFFIXES: Final = (".py", ".pyi", ".pyx")
 """The files whose imports `CommitLinks.import_rows` resolves."""
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
-
-
-class Signals(enum.IntFlag):
-    """Why a file was ranked where it is."""
-
-    TERMS = 1
-    """Its text or path shares terms with the query."""
-    ENTITY = 2
-    """It defines a name the query mentions."""
-    PATH = 4
-    """The query names its path or module."""
-    GRAPH = 16
-    """One of the best files imports it."""
-    HISTORY = 8
-    """Past commits whose messages match the query changed it."""
-
-    def labels(self) -> tuple[str, ...]:
-        """The names of the signals set, in a fixed order."""
-        return tuple(s.name.lower() for s in Signals if s in self and s.name)
-
-
-class SearchHit(msgspec.Struct, frozen=True):
-    """One ranked chunk: where it is (path, blob, 1-based inclusive lines) and what it is."""
-
-    path: str
-    blob: str
-    start_line: int
-    end_line: int
-    score: float
-    symbol: str | None
-    language: str | None
-    signals: Signals = Signals(0)
-    """Why the chunk's file was ranked (`Signals`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RankingParams:
-    """The ranking's knobs; the defaults are the values the quality benchmark chose."""
-
-    k1: float = 1.2
-    b: float = 0.75
-    w_body: float = 1.0
-    w_symbol: float = 3.0
-    w_path: float = 1.0
-    w_name: float = 2.0
-    path_weight: float = 0.5
-    """Path-field score relative to the content score in a file's score."""
-    rest_weight: float = 0.0
-    """Share of a file's other chunks' scores added to its best chunk's."""
-    k3: float = 1.5
-    """Saturation of a term's count in the query (long reports repeat words)."""
-    identifier_boost: float = 1.5
-    """Query weight of whole identifiers (`get_user`, `QuerySet`) over plain words."""
-    max_terms: int = 24
-    """Only the highest-weighted query terms are scored: a long report costs no more."""
-    title_boost: float = 2.0
-    """Query weight of the terms of a report's title (its first line) over the rest: the
-    reporter's own summary of the fault, where the body also holds reproduction and setup."""
-    diversity_decay: float = 0.5
-    test_prior: float = 0.3
-    """Multiplier of files under a tests directory or named like a test."""
-    doc_prior: float = 0.5
-    """Multiplier of prose files (docs, changelogs: .md, .rst, .txt)."""
-    vendored_prior: float = 0.3
-    """Multiplier of code the project carries but does not write: vendored and bundled
-    libraries, static web assets, translations."""
-    config_prior: float = 0.3
-    """Multiplier of configuration, CI, lock and license files when the query reads as a bug
-    report (they match its version dumps and package names, never its fault)."""
-    entity_weight: float = 0.5
-    """A chunk defining a name the query mentions gains this share of the geometric mean of
-    its own and the best chunk's score, divided by the square root of how many files define
-    that name."""
-    max_defining_files: int = 16
-    """A name defined in more files than this names nothing in particular."""
-    path_mention_weight: float = 0.5
-    """A file whose path the query names (a traceback frame) gains this share of the best
-    file's score."""
-    module_mention_weight: float = 0.25
-    """A module a dotted name in the query names gains this share of the best file's score."""
-    import_sources: int = 10
-    """How many of the best files lend a score to the files they import."""
-    import_weight: float = 0.1
-    """A file one of the best files imports gains this share of the geometric mean of its own
-    score and its importer's (a fix often spans a module and what it imports)."""
-    import_support_weight: float = 0.3
-    """... or up to this share, as long as that keeps it below its importer: an import
-    supports a file's evidence more than it makes it."""
-    call_support_weight: float = 1.0
-    """The same, up to this share, when the importer's best chunk calls what the import
-    binds: the code the report matched uses it."""
-    history_weight: float = 0.5
-    """The file most lent by past commits matching the query gains this share of the best
-    file's score; others in proportion."""
-
-
-class AnalysedQuery(msgspec.Struct, frozen=True):
-    """A query analysed once for every index it is asked of: its weighted terms and mentions."""
-
-    weights: dict[str, float]
-    report: ReportQuery
-
-
-DEFAULT_PARAMS: Final = RankingParams()
-
-
-def query_weights(query: str, params: RankingParams = DEFAULT_PARAMS) -> dict[str, float]:
-    """Each query term with its query-side weight (saturated count, identifier boost)."""
-    counts: Counter[str] = Counter()
-    identifiers: set[str] = set()
-    for token in raw_tokens(query):
-        terms = token_terms(token)
-        counts.update(terms)
-        if len(terms) > 1:
-            identifiers.add(terms[-1])
-    k3 = params.k3
-    return {
-        term: (k3 + 1) * n / (k3 + n) * (params.identifier_boost if term in identifiers else 1.0)
-        for term, n in counts.items()
-    }
-
-
-def analyse_query(query: str, params: RankingParams = DEFAULT_PARAMS) -> AnalysedQuery:
-    """Read the query as a report and weigh the terms of the text that is scored."""
-    report = read_report(query)
-    weights = query_weights(report.text, params)
-    if params.title_boost != 1.0 and report.reads_as_report:
-        for term in {t for token in raw_tokens(report.title) for t in token_terms(token)}:
-            if term in weights:
-                weights[term] *= params.title_boost
-    return AnalysedQuery(weights=weights, report=report)
 
 
 def _idf(n_docs: int, df: int | npt.NDArray[np.int64]) -> float:
@@ -284,17 +139,14 @@ class CommitIndex:
         return self._paths.blob
 
     def _path_priors(self, params: RankingParams) -> F64:
-        prior = np.ones(self.n_paths, dtype=np.float64)
         if params.test_prior == params.doc_prior == params.vendored_prior == 1.0:
-            return prior
-        for row, path in enumerate(self._paths.paths.to_pylist()):
-            if _TEST_PATH.search(path):
-                prior[row] = params.test_prior
-            elif _VENDORED_PATH.search(path):
-                prior[row] = params.vendored_prior
-            elif _DOC_PATH.search(path) or _PROSE_NAME.search(path):
-                prior[row] = params.doc_prior
-        return prior
+            return np.ones(self.n_paths, dtype=np.float64)
+        return research_path_priors(
+            self._paths.paths,
+            test=params.test_prior,
+            vendored=params.vendored_prior,
+            doc=params.doc_prior,
+        )
 
     def _extension_mask(self, extensions: frozenset[str]) -> npt.NDArray[np.bool_]:
         mask = self._ext_masks.get(extensions)
@@ -598,11 +450,7 @@ class CommitIndex:
     def _config_mask(self) -> npt.NDArray[np.bool_]:
         with self._links_lock:
             if self._config is None:
-                self._config = np.fromiter(
-                    (bool(_CONFIG_PATH.search(p)) for p in self._paths.paths.to_pylist()),
-                    dtype=bool,
-                    count=self.n_paths,
-                )
+                self._config = config_paths(self._paths.paths)
             return self._config
 
     def _file_chunks(self, path_row: int, chunk_score: F64) -> tuple[list[int], list[float]]:

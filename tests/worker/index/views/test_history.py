@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.worker.index.conftest import RepoFactory
 from worker.index.store.history import write_history
 from worker.index.views.history import HistoryStore
-from worker.index.views.text import query_weights
+from worker.index.views.ranking import query_weights
 
 BASE = {"parser.py": b"x", "printer.py": b"x", "units.py": b"x"}
 

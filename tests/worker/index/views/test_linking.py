@@ -12,7 +12,7 @@ import pytest
 from tests.worker.index.conftest import RepoFactory
 from worker.index import CommitIndex, IndexStore
 from worker.index.views.linking import CommitLinks
-from worker.index.views.text import Signals
+from worker.index.views.ranking import Signals
 
 FILES = {
     "pkg/__init__.py": b"from .units import Quantity\n",

@@ -1,12 +1,24 @@
-"""File priors: the column-wise priors equal the one-path prior for every path."""
+"""Path priors: code search's column-wise priors and research's path classes."""
 
 from __future__ import annotations
+
+import re
 
 import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.index.views.priors import file_prior, file_priors
+from worker.index.views.priors import (
+    CONFIG_PATH,
+    DOC_PATH,
+    PROSE_NAME,
+    TEST_PATH,
+    VENDORED_PATH,
+    config_paths,
+    file_prior,
+    file_priors,
+    research_path_priors,
+)
 
 _SEGMENT = st.one_of(
     st.sampled_from(["tests", "Vendor", "node_modules", "src", "spec", "a", "Router.py"]),
@@ -32,3 +44,39 @@ def test_a_test_directory_weighs_but_a_file_named_tests_does_not() -> None:
         pa.array(["tests/x.py", "src/tests", "src/router.py"]), "router"
     )
     assert low < plain < named
+
+
+_RESEARCH_SEGMENT = st.one_of(
+    st.sampled_from(
+        ["tests", "test_x.py", "conftest.py", "a_test.go", "vendor", "Static", "docs",
+         "Documentation", "README", "CHANGES", "LICENSE.txt", "ci", ".github", "x.min.js",
+         "a.yml", "requirements-dev.txt", "src", "core.py", "LC_MESSAGES", "django.po"]
+    ),
+    st.text(alphabet="abAB_.-", min_size=1, max_size=6),
+)  # fmt: skip
+
+
+@given(paths=st.lists(st.lists(_RESEARCH_SEGMENT, min_size=1, max_size=5).map("/".join)))
+def test_research_path_classes_read_as_pythons_regular_expressions_would(
+    paths: list[str],
+) -> None:
+    """Arrow's RE2 reads the path classes as Python's `re` does: tests first, then vendored
+    code, then prose; configuration apart."""
+
+    def search(pattern: str, path: str) -> bool:
+        return re.search(pattern, path) is not None
+
+    expected = []
+    for path in paths:
+        if search(TEST_PATH, path):
+            expected.append(0.3)
+        elif search(VENDORED_PATH, path):
+            expected.append(0.2)
+        elif search(DOC_PATH, path) or search(PROSE_NAME, path):
+            expected.append(0.5)
+        else:
+            expected.append(1.0)
+    column = pa.array(paths, pa.string())
+    got = research_path_priors(column, test=0.3, vendored=0.2, doc=0.5)
+    assert got.tolist() == expected
+    assert config_paths(column).tolist() == [search(CONFIG_PATH, p) for p in paths]

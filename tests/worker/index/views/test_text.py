@@ -12,7 +12,7 @@ import pytest
 from tests.worker.index.conftest import RepoFactory
 from worker.index import CommitIndex, IndexStore
 from worker.index.store.build import build_in_memory
-from worker.index.views.text import RankingParams, Signals, analyse_query
+from worker.index.views.ranking import RankingParams, Signals, analyse_query
 
 FILES = {
     "pkg/cache.py": b'''def expire(entries, now):
