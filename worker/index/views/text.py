@@ -38,6 +38,8 @@ from worker.index.views.ranking import (
 from worker.index.views.report import ReportQuery
 
 _PYTHON_SUFFIXES: Final = (".py", ".pyi", ".pyx")
+_MAX_REMEMBERED_FILES: Final = 4096
+"""Files whose imports and calls a commit index keeps read (then it forgets them all)."""
 """The files whose imports `CommitLinks.import_rows` resolves."""
 
 F32 = npt.NDArray[np.float32]
@@ -112,6 +114,9 @@ class CommitIndex:
         self._config: npt.NDArray[np.bool_] | None = None
         self._links_lock = threading.Lock()
         self._ext_masks: dict[frozenset[str], npt.NDArray[np.bool_]] = {}
+        self._references: dict[
+            int, tuple[list[tuple[str, str | None, str | None]], list[tuple[int, str]]]
+        ] = {}
 
     @property
     def segments(self) -> tuple[Segment, ...]:
@@ -340,37 +345,61 @@ class CommitIndex:
         importer = self._paths.path(row)
         if not importer.endswith(_PYTHON_SUFFIXES):
             return []
-        seg = self._segments[int(self._paths.segment[row])]
-        refs = seg.references(int(self._paths.blob[row]))
-        if not refs.num_rows:
+        imports, calls = self._python_references(row)
+        if not imports:
             return []
         chunks, _ = self._file_chunks(row, chunk_score)
-        first, last = (
-            (int(seg.chunk_start_line[chunks[0]]), int(seg.chunk_end_line[chunks[0]]))
-            if chunks
-            else (0, -1)
-        )
-        relation = pc.cast(refs.column("relation"), pa.string())
-        line = refs.column("line")
-        calls = refs.filter(
-            pc.and_(
-                pc.equal(relation, "invoke"),
-                pc.and_(pc.greater_equal(line, first), pc.less_equal(line, last)),
-            )
-        )
-        called = {t.split(".", 1)[0] for t in calls.column("target").to_pylist() if t}
-        imports = refs.filter(pc.equal(relation, "import"))
+        called: set[str] = set()
+        if chunks:
+            seg = self._segments[int(self._paths.segment[row])]
+            first, last = int(seg.chunk_start_line[chunks[0]]), int(seg.chunk_end_line[chunks[0]])
+            called = {head for line, head in calls if first <= line <= last}
         found: list[tuple[int, bool]] = []
-        for target, name, alias in zip(
-            imports.column("target").to_pylist(),
-            imports.column("name").to_pylist(),
-            imports.column("alias").to_pylist(),
-            strict=True,
-        ):
-            if not target or name in skip_names:
+        for target, name, alias in imports:
+            if name in skip_names:
                 continue
             bound = alias or name or target.split(".", 1)[0]
             found.extend((r, bound in called) for r in links.import_rows(importer, target, name))
+        return found
+
+    def _python_references(
+        self, row: int
+    ) -> tuple[list[tuple[str, str | None, str | None]], list[tuple[int, str]]]:
+        """A file's imports (module, name, alias) and calls (line, callee's first name), as
+        stored with its segment; remembered, as the best files of one query after another
+        are much the same."""
+        found = self._references.get(row)
+        if found is not None:
+            return found
+        seg = self._segments[int(self._paths.segment[row])]
+        refs = seg.references(int(self._paths.blob[row]))
+        relation = pc.cast(refs.column("relation"), pa.string())
+        imports = refs.filter(pc.equal(relation, "import"))
+        calls = refs.filter(pc.equal(relation, "invoke"))
+        found = (
+            [
+                (target, name, alias)
+                for target, name, alias in zip(
+                    imports.column("target").to_pylist(),
+                    imports.column("name").to_pylist(),
+                    imports.column("alias").to_pylist(),
+                    strict=True,
+                )
+                if target
+            ],
+            [
+                (line, target.split(".", 1)[0])
+                for line, target in zip(
+                    calls.column("line").to_pylist(),
+                    calls.column("target").to_pylist(),
+                    strict=True,
+                )
+                if target
+            ],
+        )
+        if len(self._references) >= _MAX_REMEMBERED_FILES:
+            self._references.clear()
+        self._references[row] = found
         return found
 
     def _history_bonus(self, history: Mapping[str, float] | None, top: float) -> F64:
