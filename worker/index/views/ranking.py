@@ -87,9 +87,10 @@ class RankingParams:
     that name."""
     max_defining_files: int = 16
     """A name defined in more files than this names nothing in particular."""
-    path_mention_weight: float = 0.5
+    path_mention_weight: float = 0.35
     """A file whose path the query names (a traceback frame) gains this share of the best
-    file's score."""
+    file's score: evidence, not the answer (a frame names where the error passed through,
+    which is not always where it is fixed)."""
     module_mention_weight: float = 0.25
     """A module a dotted name in the query names gains this share of the best file's score."""
     import_sources: int = 10
