@@ -30,7 +30,7 @@ from worker.index.analysis.definitions import (
     tree,
 )
 from worker.index.analysis.grammars import PARSED_LANGUAGES, comment_prefixes
-from worker.index.analysis.lexers import BatchLexemes
+from worker.index.analysis.lexers import BatchLexemes, moved_to_batch
 from worker.index.analysis.outline import Outline, c_outlines, first_not_in, python_outlines
 
 MAX_CHUNK_LINES: Final = 150
@@ -480,15 +480,16 @@ def _outlines(
             for i, outline in zip(members, outlined.outlines, strict=True)
             if _is_utf8(datas[i])
         )
-        # Back from the members' own joined text to the batch's.
         sizes = np.fromiter((len(datas[i]) for i in members), dtype=np.int64, count=len(members))
         own_starts = np.zeros(len(members), dtype=np.int64)
         np.cumsum(sizes[:-1] + 1, out=own_starts[1:])
-        blobs = np.asarray(members, dtype=np.int64)
-        shift = file_starts[blobs] - own_starts
-        ls, le = outlined.lexeme_starts, outlined.lexeme_ends
-        moved = shift[np.searchsorted(own_starts, ls, side="right") - 1]
-        lexemes[name] = BatchLexemes(blobs, ls + moved, le + moved)
+        lexemes[name] = moved_to_batch(
+            np.asarray(members, dtype=np.int64),
+            own_starts,
+            file_starts,
+            outlined.lexeme_starts,
+            outlined.lexeme_ends,
+        )
     return outlines, lexemes
 
 

@@ -58,6 +58,16 @@ class BatchLexemes:
     ends: I64
 
 
+def moved_to_batch(
+    blobs: I64, own_starts: I64, batch_starts: I64, starts: I64, ends: I64
+) -> BatchLexemes:
+    """Lexemes read in a buffer of some blobs of their own (the i-th at `own_starts[i]`),
+    moved to where those blobs lie in the batch's text (`batch_starts[blobs[i]]`)."""
+    shift = batch_starts[blobs] - own_starts
+    moved = shift[np.searchsorted(own_starts, starts, side="right") - 1]
+    return BatchLexemes(blobs, starts + moved, ends + moved)
+
+
 _SLASH, _STAR, _QUOTE, _APOSTROPHE, _HASH, _BACKSLASH, _NEWLINE = 47, 42, 34, 39, 35, 92, 10
 _EMPTY: Final = np.zeros(0, dtype=np.int64)
 

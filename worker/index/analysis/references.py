@@ -23,7 +23,12 @@ import pyarrow as pa
 
 from worker.index.analysis.definitions import MAX_NESTING, Definitions
 from worker.index.analysis.imports import imports
-from worker.index.analysis.lexers import BatchLexemes, c_lexemes, python_lexemes
+from worker.index.analysis.lexers import (
+    BatchLexemes,
+    c_lexemes,
+    moved_to_batch,
+    python_lexemes,
+)
 
 I64 = npt.NDArray[np.int64]
 Spans = tuple[I64, I64]
@@ -290,7 +295,7 @@ def _lexemes(text: _Text, family: str, members: I64, lexed: BatchLexemes | None)
     """
     lexer = python_lexemes if family == "python" else c_lexemes
     rest = members if lexed is None else members[~np.isin(members, lexed.blobs)]
-    parts = [] if lexed is None else [(lexed.starts, lexed.ends)]
+    parts = [] if lexed is None else [lexed]
     if len(rest):
         datas = [
             text.data[s:e]
@@ -298,13 +303,12 @@ def _lexemes(text: _Text, family: str, members: I64, lexed: BatchLexemes | None)
         ]
         own = _Text(b"\n".join(datas), datas)
         ls, le = lexer(own.a, own.starts, own.ends, own.newlines)
-        shift = (text.starts[rest] - own.starts)[np.searchsorted(own.starts, ls, "right") - 1]
-        parts.append((ls + shift, le + shift))
+        parts.append(moved_to_batch(rest, own.starts, text.starts, ls, le))
     if len(parts) == 1:
-        return parts[0]
-    starts = np.concatenate([p[0] for p in parts])
+        return parts[0].starts, parts[0].ends
+    starts = np.concatenate([p.starts for p in parts])
     order = np.argsort(starts, kind="stable")
-    return starts[order], np.concatenate([p[1] for p in parts])[order]
+    return starts[order], np.concatenate([p.ends for p in parts])[order]
 
 
 def batch_references(

@@ -24,28 +24,9 @@ NAME_PRIOR: Final = 0.3
 
 
 def file_prior(path: str, needle: str | None) -> float:
-    """How likely a file is to hold the hit a caller wants, before reading it (0..1)."""
-    return named_prior(path_prior(path), file_name(path), needle)
-
-
-def named_prior(path_part: float, name: str, needle: str | None) -> float:
-    """A file's prior from its path's part (`path_prior`) and its lowercased `file_name`."""
-    named = needle is not None and len(needle) >= 3 and needle in name
-    return round(max(0.0, min(1.0, path_part + (NAME_PRIOR if named else 0.0))), 4)
-
-
-def file_name(path: str) -> str:
-    """The lowercased name at the end of a path."""
-    return path.lower().rsplit("/", 1)[-1]
-
-
-def path_prior(path: str) -> float:
-    """The part of a file's prior its path alone decides: shallow, outside tests and vendor."""
-    segments = path.lower().split("/")
-    prior = 0.5 + 0.2 * (1 - min(len(segments) - 1, 8) / 8)
-    if _LOW_PRIORITY_DIRS.intersection(segments[:-1]):
-        prior -= 0.3
-    return prior
+    """How likely a file is to hold the hit a caller wants, before reading it (0..1): shallow
+    paths outside test and vendor directories, and names holding a literal query, first."""
+    return float(file_priors(pa.array([path], pa.string()), needle)[0])
 
 
 def file_priors(paths: pa.Array, needle: str | None) -> npt.NDArray[np.float64]:

@@ -27,6 +27,21 @@ _SEGMENT = st.one_of(
 _PATH = st.lists(_SEGMENT, min_size=1, max_size=12).map("/".join)
 
 
+_LOW_DIRS = {"test", "tests", "testing", "__tests__", "spec", "specs", "testdata", "fixtures",
+             "vendor", "third_party", "thirdparty", "node_modules"}  # fmt: skip
+
+
+def one_path_prior(path: str, needle: str | None) -> float:
+    """The rule, one path at a time: depth, a low-priority directory, a needle in the name."""
+    segments = path.lower().split("/")
+    prior = 0.5 + 0.2 * (1 - min(len(segments) - 1, 8) / 8)
+    if _LOW_DIRS.intersection(segments[:-1]):
+        prior -= 0.3
+    if needle is not None and len(needle) >= 3 and needle in segments[-1]:
+        prior += 0.3
+    return round(max(0.0, min(1.0, prior)), 4)
+
+
 @given(
     paths=st.lists(_PATH, max_size=30),
     needle=st.one_of(st.none(), st.text(alphabet="abcxyz_.r", max_size=5)),
@@ -35,7 +50,8 @@ def test_column_wise_priors_equal_each_paths_prior(paths: list[str], needle: str
     """Depth, low-priority directories (not file names) and a needle in the file name weigh
     the same in the column-wise priors as in one path's prior."""
     got = file_priors(pa.array(paths, pa.string()), needle).tolist()
-    assert got == [file_prior(path, needle) for path in paths]
+    assert got == [one_path_prior(path, needle) for path in paths]
+    assert [file_prior(path, needle) for path in paths] == got
 
 
 def test_a_test_directory_weighs_but_a_file_named_tests_does_not() -> None:
