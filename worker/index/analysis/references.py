@@ -192,6 +192,7 @@ def _calls(
     from worker.index.analysis.call_kernels import call_sites
 
     parts: list[tuple[I64, I64, U64]] = []
+    capacity = int(np.count_nonzero(text.a == 0x28))  # a call site per `(` at most
     for family, members in (
         ("python", [i for i, g in enumerate(grammars) if g == "python"]),
         ("c", [i for i, g in enumerate(grammars) if g in _C_FAMILY]),
@@ -200,7 +201,6 @@ def _calls(
             continue
         at = np.asarray(members, dtype=np.int64)
         skip_starts, skip_ends = _lexemes(text, family, at, lexed.get(family))
-        capacity = int(np.count_nonzero(text.a == 0x28))
         out_start = np.empty(capacity, np.int64)
         out_end = np.empty(capacity, np.int64)
         out_hash = np.empty(capacity, np.uint64)
