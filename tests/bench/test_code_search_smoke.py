@@ -35,3 +35,12 @@ def test_code_search_bench_measures_both_sides_on_a_tiny_corpus(
         assert "csearch: 1 lines" in row
     (build,) = [line for line in lines if line.startswith("index build, every view")]
     assert "cindex" in build
+
+
+def test_cindex_tree_is_read_through_once_without_following_links(tmp_path: Path) -> None:
+    """Every regular file of the checkout is read before cindex runs; links are not followed."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.c").write_bytes(b"int a;\n")
+    (tmp_path / "b.txt").write_bytes(b"x" * (3 << 20))
+    (tmp_path / "link.c").symlink_to(tmp_path / "src" / "a.c")
+    assert code_search.read_through(tmp_path) == 7 + (3 << 20)
