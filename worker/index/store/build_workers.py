@@ -27,6 +27,7 @@ from multiprocessing.synchronize import Barrier
 from types import BuiltinFunctionType, FunctionType, ModuleType
 from typing import Final
 
+import pygit2
 import structlog
 
 from worker.index.analysis.grammars import PARSED_LANGUAGES
@@ -113,13 +114,20 @@ def next_item() -> Synchronized[int]:
 
 def _start_worker(counter: Synchronized[int], gate: Barrier) -> None:
     """Pool initializer: the index of the next blob no worker has taken and the pool's start
-    barrier; warmed up; what the fork server made left out of garbage collection.
+    barrier; blobs read without hashing them again; warmed up; what the fork server made left
+    out of garbage collection.
+
+    libgit2 hashes every object it reads to check it against its id. Each object's id was
+    already computed from its content when the mirror (the only writer) fetched it: indexing
+    a received pack does that; a worker reads every blob of a build, and hashing them again
+    is much of its reading.
 
     A full collection walks every object the worker inherited (numpy, Arrow, the grammars)
     and writes to each, so the worker copies their pages: 30 to 55 ms of a one-second build,
     in the first list the worker made. Frozen, they are never walked.
     """
     _exit_with_parent()
+    pygit2.settings.enable_strict_hash_verification(False)
     _shared["next"] = counter
     _gate[:] = [gate]
     warm_up()
