@@ -104,6 +104,10 @@ class RankingParams:
     call_support_weight: float = 1.0
     """The same, up to this share, when the importer's best chunk calls what the import
     binds: the code the report matched uses it."""
+    delegate_weight: float = 1.0
+    """A file that one of the best files' best chunk calls into gains this share of what the
+    chunk gained for defining a name the query mentions (of any query): users name the
+    function they call, and its behaviour is often in the code it delegates to."""
     history_weight: float = 0.5
     """The file most lent by past commits matching the query gains this share of the best
     file's score; others in proportion."""

@@ -5,7 +5,8 @@ damped share of its other chunks plus a BM25F score of its path and file name; h
 file by file (best file first), a file's later chunks discounted so results stay diverse.
 A bug report adds evidence: its title's terms weigh more, definitions of the names it
 mentions, files its paths and modules name, past commits matching it, and the modules the
-best files import (most those their best code calls). Statistics (N, df, average lengths)
+best files import (most those their best code calls). Of any query, a named definition
+lends its name to the modules it calls into. Statistics (N, df, average lengths)
 count only the commit's live chunks.
 """
 
@@ -302,17 +303,24 @@ class CommitIndex:
                     bonus[row] = max(bonus[row], self.params.module_mention_weight * top)
         return bonus
 
-    def _import_bonus(self, report: ReportQuery, file_score: F64, chunk_score: F64) -> F64:
-        """What each file gains for being imported by one of the best files of a report.
+    def _import_bonus(
+        self, report: ReportQuery, file_score: F64, chunk_score: F64, lexical: F64
+    ) -> F64:
+        """What each file gains for being imported by one of the best files.
 
-        The imports and calls are read from the best files' stored references (no graph is
-        built); files defining an exception the report shows raised gain nothing: where it
-        is defined is not the fault, however many files import it.
+        Of a report, an import supports a file (`import_weight` and the support shares); of
+        any query, a best file whose best chunk is a definition the query names lends its
+        name-link gain to the files that chunk calls into (`delegate_weight`): a wrapper's
+        name is what users know, its behaviour is in what it delegates to. The imports and
+        calls are read from the best files' stored references (no graph is built); files
+        defining an exception the report shows raised gain nothing: where it is defined is
+        not the fault, however many files import it.
         """
         params = self.params
         bonus = np.zeros(self.n_paths, dtype=np.float64)
         weights = (params.import_weight, params.import_support_weight, params.call_support_weight)
-        if not report.reads_as_report or not any(weights):
+        supports = report.reads_as_report and any(weights)
+        if not supports and not (params.delegate_weight and report.identifiers):
             return bonus
         sources = np.flatnonzero(file_score > 0)
         sources = sources[np.lexsort((sources, -file_score[sources]))][: params.import_sources]
@@ -320,22 +328,45 @@ class CommitIndex:
             return bonus
         links = self.links()
         raised = set(report.raised)
+        named = set(report.identifiers) if params.delegate_weight else set()
         excluded: set[int] = set()
         for name in report.raised:
             defining = self._chunk_gblob[self._defining_chunks(name)]
             excluded.update(np.flatnonzero(np.isin(self._path_gblob, defining)).tolist())
         for source in sources.tolist():
             importer_score = float(file_score[source])
+            named_gain = params.delegate_weight * self._name_link_gain(
+                source, chunk_score, lexical, named
+            )
+            if not supports and not named_gain:
+                continue
             for row, called in self._imports(source, chunk_score, links, raised):
                 if row == source or row in excluded:
                     continue
-                own = float(file_score[row])
-                mean = float(np.sqrt(own * importer_score))
-                below = max(0.0, importer_score * (1 - 1e-6) - own)
-                support = params.call_support_weight if called else params.import_support_weight
-                gain = max(params.import_weight * mean, min(support * mean, below))
+                gain = named_gain if called else 0.0
+                if supports:
+                    own = float(file_score[row])
+                    mean = float(np.sqrt(own * importer_score))
+                    below = max(0.0, importer_score * (1 - 1e-6) - own)
+                    support = params.call_support_weight if called else params.import_support_weight
+                    gain = max(gain, params.import_weight * mean, min(support * mean, below))
                 bonus[row] = max(bonus[row], gain)
         return bonus
+
+    def _name_link_gain(self, row: int, chunk_score: F64, lexical: F64, named: set[str]) -> float:
+        """What a file's best chunk gained for its name, when it is the definition of a name
+        the query mentions (`edit` for `Editor.edit`; not for a definition merely holding
+        the word, such as `get_help_extra` for `extra`)."""
+        chunks, _ = self._file_chunks(row, chunk_score)
+        if not chunks or not len(lexical) or not named:
+            return 0.0
+        seg_index = int(self._paths.segment[row])
+        chunk = int(self._chunk_off[seg_index]) + chunks[0]
+        gain = float(chunk_score[chunk] - lexical[chunk])
+        if gain <= 0:
+            return 0.0
+        symbol = self._segments[seg_index].symbol(chunks[0])
+        return gain if symbol is not None and symbol.rsplit(".", 1)[-1] in named else 0.0
 
     def _imports(
         self, row: int, chunk_score: F64, links: CommitLinks, skip_names: set[str]
@@ -459,7 +490,7 @@ class CommitIndex:
         past = self._history_bonus(history, scale)
         file_score += mention + past
         file_score *= self._prior
-        imported = self._import_bonus(analysed.report, file_score, chunk_score)
+        imported = self._import_bonus(analysed.report, file_score, chunk_score, lexical)
         file_score += imported
         linked = chunk_score > lexical
         file_score /= ceiling

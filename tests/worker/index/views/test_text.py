@@ -1,5 +1,5 @@
 """Ranking a report: its title weighs more than its body; the best files' imports rise, the
-ones their best code calls the most."""
+ones their best code calls the most; a named wrapper lends its name to the code it calls."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from tests.worker.index.conftest import RepoFactory
 from worker.index import CommitIndex, IndexStore
 from worker.index.store.build import build_in_memory
-from worker.index.views.ranking import RankingParams, Signals, analyse_query
+from worker.index.views.ranking import RankingParams, SearchHit, Signals, analyse_query
 
 FILES = {
     "pkg/cache.py": b'''def expire(entries, now):
@@ -117,6 +117,33 @@ fetch(url, attempts=3)
 The pause between tries looks too short.
 """
 
+WRAPPING = {
+    "pkg/__init__.py": b"",
+    "pkg/termui.py": b'''from ._pager import pipe
+
+
+def show_paged(text, color):
+    """Show the text."""
+    return pipe(text, color)
+''',
+    "pkg/_pager.py": b'''import os
+
+
+def pipe(text, color):
+    """Start the pager the environment names: without raw mode, less prints color codes
+    as they are, so the raw flag is added to the command when color is shown."""
+    command = os.environ.get("PAGER", "less")
+    if color and command == "less":
+        command += " -R"
+    return run(command, text)
+''',
+}
+
+PAGED_QUESTION = (
+    "{name} prints raw color codes: which pager command does it start, and when is the raw"
+    " flag added?"
+)
+
 
 def _index(
     factory: RepoFactory, commit: str, tmp_path: Path, params: RankingParams | None = None
@@ -172,7 +199,9 @@ def test_a_module_the_best_file_imports_rises_marked_graph(
     assert ranked.index("pkg/retry.py") < ranked.index("pkg/schedule.py")
     retry = next(hit for hit in index.ranked(FETCH_REPORT) if hit.path == "pkg/retry.py")
     assert Signals.GRAPH in retry.signals
-    alone = RankingParams(import_weight=0.0, import_support_weight=0.0, call_support_weight=0.0)
+    alone = RankingParams(
+        import_weight=0.0, import_support_weight=0.0, call_support_weight=0.0, delegate_weight=0.0
+    )
     unlinked = _files(_index(*importing, tmp_path, alone), FETCH_REPORT)
     assert unlinked.index("pkg/retry.py") > unlinked.index("pkg/schedule.py")
 
@@ -201,6 +230,45 @@ def test_a_module_the_best_code_calls_outranks_one_only_imported(
     commit = factory.commit(CALLING)
     ranked = _files(_index(factory, commit, tmp_path), SLOW_REPORT)
     assert ranked[:3] == ["pkg/client.py", "pkg/retry.py", "pkg/format.py"]
-    plain = RankingParams(call_support_weight=RankingParams().import_support_weight)
+    plain = RankingParams(
+        call_support_weight=RankingParams().import_support_weight, delegate_weight=0.0
+    )
     ranked = _files(_index(factory, commit, tmp_path, plain), SLOW_REPORT)
     assert ranked[:3] == ["pkg/client.py", "pkg/format.py", "pkg/retry.py"]
+
+
+def test_a_named_wrapper_lends_its_name_to_the_code_it_calls(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path
+) -> None:
+    """A question naming a wrapper ranks the module the wrapper calls into first, marked
+    graph; without the lending, the wrapper's name keeps it first."""
+    factory = make_repo("wrapping")
+    commit = factory.commit(WRAPPING)
+    question = PAGED_QUESTION.format(name="show_paged()")
+    index = _index(factory, commit, tmp_path)
+    assert _files(index, question)[:2] == ["pkg/_pager.py", "pkg/termui.py"]
+    assert Signals.GRAPH in next(index.ranked(question)).signals
+    alone = _index(factory, commit, tmp_path, RankingParams(delegate_weight=0.0))
+    assert _files(alone, question)[:2] == ["pkg/termui.py", "pkg/_pager.py"]
+
+
+def test_a_definition_holding_the_named_word_lends_nothing(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path
+) -> None:
+    """Naming `show` links `show_paged` by its word, but only a definition of the name
+    itself lends: the module it calls gains no graph signal and no score."""
+    factory = make_repo("wrapping")
+    commit = factory.commit(WRAPPING)
+    question = PAGED_QUESTION.format(name="`show`")
+
+    def pager_hit(params: RankingParams | None) -> SearchHit:
+        index = _index(factory, commit, tmp_path, params)
+        assert (
+            Signals.ENTITY
+            in next(h for h in index.ranked(question) if h.path == "pkg/termui.py").signals
+        )
+        return next(hit for hit in index.ranked(question) if hit.path == "pkg/_pager.py")
+
+    lent, alone = pager_hit(None), pager_hit(RankingParams(delegate_weight=0.0))
+    assert Signals.GRAPH not in lent.signals
+    assert lent.score == alone.score
