@@ -326,7 +326,6 @@ class CommitIndex:
         sources = sources[np.lexsort((sources, -file_score[sources]))][: params.import_sources]
         if not len(sources):
             return bonus
-        links = self.links()
         raised = set(report.raised)
         named = set(report.identifiers) if params.delegate_weight else set()
         excluded: set[int] = set()
@@ -340,7 +339,7 @@ class CommitIndex:
             )
             if not supports and not named_gain:
                 continue
-            for row, called in self._imports(source, chunk_score, links, raised):
+            for row, called in self._imports(source, chunk_score, self.links(), raised):
                 if row == source or row in excluded:
                     continue
                 gain = named_gain if called else 0.0
