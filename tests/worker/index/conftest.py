@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pygit2
 import pytest
+
+from worker.index import CommitIndex, IndexStore
+from worker.index.store.build import build_in_memory
+from worker.index.views.ranking import RankingParams
 
 Files = Mapping[str, bytes]
 
@@ -75,3 +80,17 @@ def two_workers_on_small_repos(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(build, "MIN_BLOBS_PER_WORKER", 10)
     monkeypatch.setattr(build, "STEAL_BYTES", 200)
+
+
+def open_commit_index(
+    factory: RepoFactory, commit: str, tmp_path: Path, params: RankingParams | None = None
+) -> CommitIndex:
+    """The commit's index: opened from a store under tmp_path with the default ranking, or
+    built in memory and ranked with `params`."""
+    if params is None:
+        store = IndexStore(tmp_path / "cache")
+        return store.open("acme/pkg", factory.repo, commit, deadline=time.monotonic() + 60)
+    segments, tables, _ = build_in_memory(
+        factory.repo, commit, [], max_blob_bytes=1 << 20, check_deadline=lambda _d, _t: None
+    )
+    return CommitIndex(commit, segments, tables, params)

@@ -3,11 +3,9 @@
 A chunk scores BM25F over its body and its symbol name; a file scores its best chunk plus a
 damped share of its other chunks plus a BM25F score of its path and file name; hits come out
 file by file (best file first), a file's later chunks discounted so results stay diverse.
-A bug report adds evidence: its title's terms weigh more, definitions of the names it
-mentions, files its paths and modules name, past commits matching it, and the modules the
-best files import (most those their best code calls). Of any query, a named definition
-lends its name to the modules it calls into. Statistics (N, df, average lengths)
-count only the commit's live chunks.
+A bug report's title terms weigh more, and evidence beyond terms adds to the scores (names,
+mentions, imports, history: `worker.index.views.evidence`). Statistics (N, df, average
+lengths) count only the commit's live chunks.
 """
 
 from __future__ import annotations
@@ -16,16 +14,15 @@ import heapq
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import PurePosixPath
-from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from worker.index.analysis.tokens import token_terms
-from worker.index.store.commit_view import CommitTables, PathIndex
+from worker.index.store.commit_view import CommitTables
 from worker.index.store.segment import Segment
+from worker.index.views.commit_chunks import CommitChunks
+from worker.index.views.evidence import ReportEvidence
 from worker.index.views.linking import CommitLinks
 from worker.index.views.priors import config_paths, research_path_priors
 from worker.index.views.ranking import (
@@ -36,12 +33,6 @@ from worker.index.views.ranking import (
     Signals,
     analyse_query,
 )
-from worker.index.views.report import ReportQuery
-
-_PYTHON_SUFFIXES: Final = (".py", ".pyi", ".pyx")
-_MAX_REMEMBERED_FILES: Final = 4096
-"""Files whose imports and calls a commit index keeps read (then it forgets them all)."""
-"""The files whose imports `CommitLinks.import_rows` resolves."""
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -70,26 +61,18 @@ class CommitIndex:
         self.source = source
         """`stored` when mapped from the cache, `on-demand` when built by this worker."""
         self.params = params
-        self._segments = list(segments)
-        self._paths = PathIndex(view)
-        blob_off = np.zeros(len(segments) + 1, dtype=np.int64)
-        chunk_off = np.zeros(len(segments) + 1, dtype=np.int64)
-        for i, seg in enumerate(segments):
-            blob_off[i + 1] = blob_off[i] + seg.n_blobs
-            chunk_off[i + 1] = chunk_off[i] + seg.n_chunks
-        self._blob_off = blob_off
-        self._chunk_off = chunk_off
-        self.n_paths = self._paths.n_paths
-        self._path_gblob = blob_off[self._paths.segment] + self._paths.blob
-        live_blob = np.zeros(int(blob_off[-1]), dtype=bool)
-        live_blob[self._path_gblob] = True
-        self._chunk_gblob = np.concatenate(
-            [seg.chunk_blob.astype(np.int64) + blob_off[i] for i, seg in enumerate(segments)]
-            or [np.zeros(0, np.int64)]
-        )
-        live = live_blob[self._chunk_gblob]
-        self._live = [live[chunk_off[i] : chunk_off[i + 1]] for i in range(len(segments))]
-        self._all_live = [bool(m.all()) for m in self._live]
+        at = CommitChunks.of(segments, view)
+        self._at = at
+        self._evidence = ReportEvidence(at, params)
+        self._segments = at.segments
+        self._paths = at.paths
+        self._chunk_off = at.chunk_off
+        self._chunk_gblob = at.chunk_gblob
+        self._path_gblob = at.path_gblob
+        self._live = at.live
+        self._all_live = at.all_live
+        self.n_paths = at.paths.n_paths
+        live = np.concatenate(at.live or [np.zeros(0, dtype=bool)])
         self.n_chunks = int(live.sum())
         len_body = np.concatenate([s.len_body for s in segments] or [np.zeros(0, np.int32)])
         len_sym = np.concatenate([s.len_sym for s in segments] or [np.zeros(0, np.int32)])
@@ -111,13 +94,9 @@ class CommitIndex:
             params.w_name / (1 - b + b * self._paths.len_name / max(avg_name, 1e-9))
         ).astype(np.float32)
         self._prior = self._path_priors(params)
-        self._links: CommitLinks | None = None
         self._config: npt.NDArray[np.bool_] | None = None
-        self._links_lock = threading.Lock()
+        self._config_lock = threading.Lock()
         self._ext_masks: dict[frozenset[str], npt.NDArray[np.bool_]] = {}
-        self._references: dict[
-            int, tuple[list[tuple[str, str | None, str | None]], list[tuple[int, str]]]
-        ] = {}
 
     @property
     def segments(self) -> tuple[Segment, ...]:
@@ -242,208 +221,7 @@ class CommitIndex:
 
     def links(self) -> CommitLinks:
         """Where this commit defines names and which files its paths name (built once)."""
-        with self._links_lock:
-            if self._links is None:
-                self._links = CommitLinks(self._paths.paths)
-            return self._links
-
-    def _defining_chunks(self, name: str) -> npt.NDArray[np.int64]:
-        """The live chunks (global ids) whose definition name holds `name` as a whole word.
-
-        Read from the symbol field's postings: no table of names is built, which on a large
-        repository would cost seconds and hundreds of megabytes at the first query.
-        """
-        terms = token_terms(name)
-        if not terms:
-            return np.zeros(0, dtype=np.int64)
-        found = []
-        for index, seg in enumerate(self._segments):
-            hit = seg.lookup(terms[-1])
-            if hit is None:
-                continue
-            start, count = hit
-            chunk = seg.post_chunk[start : start + count]
-            keep = seg.post_tf_sym[start : start + count] > 0
-            if not self._all_live[index]:
-                keep &= self._live[index][chunk]
-            if keep.any():
-                found.append(chunk[keep].astype(np.int64) + self._chunk_off[index])
-        return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
-
-    def _entity_bonus(self, report: ReportQuery, chunk_score: F64, top: float) -> None:
-        """Add to the chunks that define a name the query mentions (once per name)."""
-        params = self.params
-        if not report.identifiers or params.entity_weight == 0:
-            return
-        for name in report.identifiers:
-            chunks = self._defining_chunks(name)
-            if not len(chunks):
-                continue
-            files = len(np.unique(self._chunk_gblob[chunks]))
-            if files > params.max_defining_files:
-                continue
-            # The geometric mean of the chunk's own score and the best one: a definition the
-            # report names rises with the evidence it has, without overtaking on the name alone.
-            own = chunk_score[chunks]
-            chunk_score[chunks] += params.entity_weight * np.sqrt(own * top) / np.sqrt(files)
-
-    def _mention_bonus(self, report: ReportQuery, top: float) -> F64:
-        """What each file gains for being named by the query's paths or modules."""
-        bonus = np.zeros(self.n_paths, dtype=np.float64)
-        if not report.paths and not report.modules:
-            return bonus
-        links = self.links()
-        if self.params.path_mention_weight:
-            for mention in report.paths:
-                for row in links.file_rows(mention):
-                    bonus[row] = max(bonus[row], self.params.path_mention_weight * top)
-        if self.params.module_mention_weight:
-            for dotted in report.modules:
-                for row in links.module_rows(dotted):
-                    bonus[row] = max(bonus[row], self.params.module_mention_weight * top)
-        return bonus
-
-    def _import_bonus(
-        self, report: ReportQuery, file_score: F64, chunk_score: F64, lexical: F64
-    ) -> F64:
-        """What each file gains for being imported by one of the best files.
-
-        Of a report, an import supports a file (`import_weight` and the support shares); of
-        any query, a best file whose best chunk is a definition the query names lends its
-        name-link gain to the files that chunk calls into (`delegate_weight`): a wrapper's
-        name is what users know, its behaviour is in what it delegates to. The imports and
-        calls are read from the best files' stored references (no graph is built); files
-        defining an exception the report shows raised gain nothing: where it is defined is
-        not the fault, however many files import it.
-        """
-        params = self.params
-        bonus = np.zeros(self.n_paths, dtype=np.float64)
-        weights = (params.import_weight, params.import_support_weight, params.call_support_weight)
-        supports = report.reads_as_report and any(weights)
-        if not supports and not (params.delegate_weight and report.identifiers):
-            return bonus
-        sources = np.flatnonzero(file_score > 0)
-        sources = sources[np.lexsort((sources, -file_score[sources]))][: params.import_sources]
-        if not len(sources):
-            return bonus
-        raised = set(report.raised)
-        named = set(report.identifiers) if params.delegate_weight else set()
-        excluded: set[int] = set()
-        for name in report.raised:
-            defining = self._chunk_gblob[self._defining_chunks(name)]
-            excluded.update(np.flatnonzero(np.isin(self._path_gblob, defining)).tolist())
-        for source in sources.tolist():
-            importer_score = float(file_score[source])
-            named_gain = params.delegate_weight * self._name_link_gain(
-                source, chunk_score, lexical, named
-            )
-            if not supports and not named_gain:
-                continue
-            for row, called in self._imports(source, chunk_score, self.links(), raised):
-                if row == source or row in excluded:
-                    continue
-                gain = named_gain if called else 0.0
-                if supports:
-                    own = float(file_score[row])
-                    mean = float(np.sqrt(own * importer_score))
-                    below = max(0.0, importer_score * (1 - 1e-6) - own)
-                    support = params.call_support_weight if called else params.import_support_weight
-                    gain = max(gain, params.import_weight * mean, min(support * mean, below))
-                bonus[row] = max(bonus[row], gain)
-        return bonus
-
-    def _name_link_gain(self, row: int, chunk_score: F64, lexical: F64, named: set[str]) -> float:
-        """What a file's best chunk gained for its name, when it is the definition of a name
-        the query mentions (`edit` for `Editor.edit`; not for a definition merely holding
-        the word, such as `get_help_extra` for `extra`)."""
-        chunks, _ = self._file_chunks(row, chunk_score)
-        if not chunks or not len(lexical) or not named:
-            return 0.0
-        seg_index = int(self._paths.segment[row])
-        chunk = int(self._chunk_off[seg_index]) + chunks[0]
-        gain = float(chunk_score[chunk] - lexical[chunk])
-        if gain <= 0:
-            return 0.0
-        symbol = self._segments[seg_index].symbol(chunks[0])
-        return gain if symbol is not None and symbol.rsplit(".", 1)[-1] in named else 0.0
-
-    def _imports(
-        self, row: int, chunk_score: F64, links: CommitLinks, skip_names: set[str]
-    ) -> list[tuple[int, bool]]:
-        """The files a file imports (Python imports resolved to this commit's paths), each
-        with whether the file's best chunk calls a name the import binds."""
-        importer = self._paths.path(row)
-        if not importer.endswith(_PYTHON_SUFFIXES):
-            return []
-        imports, calls = self._python_references(row)
-        if not imports:
-            return []
-        chunks, _ = self._file_chunks(row, chunk_score)
-        called: set[str] = set()
-        if chunks:
-            seg = self._segments[int(self._paths.segment[row])]
-            first, last = int(seg.chunk_start_line[chunks[0]]), int(seg.chunk_end_line[chunks[0]])
-            called = {head for line, head in calls if first <= line <= last}
-        found: list[tuple[int, bool]] = []
-        for target, name, alias in imports:
-            if name in skip_names:
-                continue
-            bound = alias or name or target.split(".", 1)[0]
-            found.extend((r, bound in called) for r in links.import_rows(importer, target, name))
-        return found
-
-    def _python_references(
-        self, row: int
-    ) -> tuple[list[tuple[str, str | None, str | None]], list[tuple[int, str]]]:
-        """A file's imports (module, name, alias) and calls (line, callee's first name), as
-        stored with its segment; remembered, as the best files of one query after another
-        are much the same."""
-        found = self._references.get(row)
-        if found is not None:
-            return found
-        seg = self._segments[int(self._paths.segment[row])]
-        refs = seg.references(int(self._paths.blob[row]))
-        relation = pc.cast(refs.column("relation"), pa.string())
-        imports = refs.filter(pc.equal(relation, "import"))
-        calls = refs.filter(pc.equal(relation, "invoke"))
-        found = (
-            [
-                (target, name, alias)
-                for target, name, alias in zip(
-                    imports.column("target").to_pylist(),
-                    imports.column("name").to_pylist(),
-                    imports.column("alias").to_pylist(),
-                    strict=True,
-                )
-                if target
-            ],
-            [
-                (line, target.split(".", 1)[0])
-                for line, target in zip(
-                    calls.column("line").to_pylist(),
-                    calls.column("target").to_pylist(),
-                    strict=True,
-                )
-                if target
-            ],
-        )
-        if len(self._references) >= _MAX_REMEMBERED_FILES:
-            self._references.clear()
-        self._references[row] = found
-        return found
-
-    def _history_bonus(self, history: Mapping[str, float] | None, top: float) -> F64:
-        """What each file gains from past commits matching the query."""
-        bonus = np.zeros(self.n_paths, dtype=np.float64)
-        if not history or not self.params.history_weight:
-            return bonus
-        best = max(history.values())
-        rows = self.links().rows
-        for path, score in history.items():
-            row = rows.get(path)
-            if row is not None:
-                bonus[row] = self.params.history_weight * top * score / best
-        return bonus
+        return self._evidence.links()
 
     def ranked(
         self,
@@ -469,8 +247,8 @@ class CommitIndex:
             lexical = np.zeros(n_chunks, dtype=np.float64)
         chunk_score = lexical.copy()
         top = float(lexical.max()) if n_chunks else 0.0
-        self._entity_bonus(analysed.report, chunk_score, top or 1.0)
-        n_gblobs = int(self._blob_off[-1])
+        self._evidence.entity_bonus(analysed.report, chunk_score, top or 1.0)
+        n_gblobs = int(self._at.blob_off[-1])
         best: F64 = np.zeros(n_gblobs, dtype=np.float64)
         total: F64 = np.zeros(n_gblobs, dtype=np.float64)
         nz = np.flatnonzero(chunk_score)
@@ -485,11 +263,11 @@ class CommitIndex:
         file_score = blob_score[self._path_gblob] + path_score
         lexical_files = file_score > 0
         scale = float(file_score.max()) or top or 1.0
-        mention = self._mention_bonus(analysed.report, scale)
-        past = self._history_bonus(history, scale)
+        mention = self._evidence.mention_bonus(analysed.report, scale)
+        past = self._evidence.history_bonus(history, scale)
         file_score += mention + past
         file_score *= self._prior
-        imported = self._import_bonus(analysed.report, file_score, chunk_score, lexical)
+        imported = self._evidence.import_bonus(analysed.report, file_score, chunk_score, lexical)
         file_score += imported
         linked = chunk_score > lexical
         file_score /= ceiling
@@ -507,26 +285,10 @@ class CommitIndex:
         return self._emit(order, file_score, chunk_score, signals, linked)
 
     def _config_mask(self) -> npt.NDArray[np.bool_]:
-        with self._links_lock:
+        with self._config_lock:
             if self._config is None:
                 self._config = config_paths(self._paths.paths)
             return self._config
-
-    def _file_chunks(self, path_row: int, chunk_score: F64) -> tuple[list[int], list[float]]:
-        seg_index = int(self._paths.segment[path_row])
-        blob = int(self._paths.blob[path_row])
-        seg = self._segments[seg_index]
-        first = int(seg.blob_chunk_start[blob])
-        count = int(seg.blob_chunk_count[blob])
-        if count == 0:
-            return [], []
-        base = int(self._chunk_off[seg_index])
-        scores = chunk_score[base + first : base + first + count] if len(chunk_score) else None
-        if scores is None or not scores.any():
-            return [first], [0.0]
-        nz = np.flatnonzero(scores)
-        ranked = nz[np.lexsort((nz, -scores[nz]))]
-        return (ranked + first).tolist(), scores[ranked].tolist()
 
     def _hit(self, path_row: int, chunk: int, score: float, signals: int) -> SearchHit:
         seg = self._segments[int(self._paths.segment[path_row])]
@@ -561,7 +323,7 @@ class CommitIndex:
                 rank = next_file
                 next_file += 1
                 row = int(order[rank])
-                chunks, scores = self._file_chunks(row, chunk_score)
+                chunks, scores = self._at.file_chunks(row, chunk_score)
                 if not chunks:
                     continue
                 per_file[rank] = (chunks, scores)
