@@ -125,7 +125,7 @@ class ReportEvidence:
             )
             if not supports and not named_gain:
                 continue
-            for row, called in self._imports(source, chunk_score, self.links(), raised):
+            for row, called in self._imports(source, chunk_score, raised):
                 if row == source or row in excluded:
                     continue
                 gain = named_gain if called else 0.0
@@ -166,9 +166,7 @@ class ReportEvidence:
         symbol = self._at.segments[seg_index].symbol(chunks[0])
         return gain if symbol is not None and symbol.rsplit(".", 1)[-1] in named else 0.0
 
-    def _imports(
-        self, row: int, chunk_score: F64, links: CommitLinks, skip_names: set[str]
-    ) -> list[tuple[int, bool]]:
+    def _imports(self, row: int, chunk_score: F64, skip_names: set[str]) -> list[tuple[int, bool]]:
         """The files a file imports (Python imports resolved to this commit's paths), each
         with whether the file's best chunk calls a name the import binds."""
         importer = self._at.paths.path(row)
@@ -177,6 +175,7 @@ class ReportEvidence:
         imports, calls = self._python_references(row)
         if not imports:
             return []
+        links = self.links()
         chunks, _ = self._at.file_chunks(row, chunk_score)
         called: set[str] = set()
         if chunks:
