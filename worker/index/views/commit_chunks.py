@@ -36,8 +36,10 @@ class CommitChunks:
     """Each path's global blob."""
     chunk_gblob: I64
     """Each global chunk's global blob."""
+    live_chunks: Mask
+    """Which global chunks belong to a blob of this commit."""
     live: list[Mask]
-    """Per segment, which of its chunks belong to a blob of this commit."""
+    """The same, per segment (views of `live_chunks`)."""
     all_live: list[bool]
 
     @classmethod
@@ -65,6 +67,7 @@ class CommitChunks:
             chunk_off=chunk_off,
             path_gblob=path_gblob,
             chunk_gblob=chunk_gblob,
+            live_chunks=live,
             live=per_segment,
             all_live=[bool(m.all()) for m in per_segment],
         )

@@ -120,12 +120,14 @@ class ReportEvidence:
             excluded.update(np.flatnonzero(np.isin(self._at.path_gblob, defining)).tolist())
         for source in sources.tolist():
             importer_score = float(file_score[source])
+            chunks, _ = self._at.file_chunks(source, chunk_score)
+            best = chunks[0] if chunks else None
             named_gain = params.delegate_weight * self._name_link_gain(
-                source, chunk_score, lexical, named
+                source, best, chunk_score, lexical, named
             )
             if not supports and not named_gain:
                 continue
-            for row, called in self._imports(source, chunk_score, raised):
+            for row, called in self._imports(source, best, raised):
                 if row == source or row in excluded:
                     continue
                 gain = named_gain if called else 0.0
@@ -151,24 +153,25 @@ class ReportEvidence:
                 bonus[row] = self.params.history_weight * top * score / best
         return bonus
 
-    def _name_link_gain(self, row: int, chunk_score: F64, lexical: F64, named: set[str]) -> float:
-        """What a file's best chunk gained for its name, when it is the definition of a name
-        the query mentions (`edit` for `Editor.edit`; not for a definition merely holding
-        the word, such as `get_help_extra` for `extra`)."""
-        chunks, _ = self._at.file_chunks(row, chunk_score)
-        if not chunks or not len(lexical) or not named:
+    def _name_link_gain(
+        self, row: int, best: int | None, chunk_score: F64, lexical: F64, named: set[str]
+    ) -> float:
+        """What a file's best chunk (`best`, its segment's chunk id) gained for its name,
+        when it is the definition of a name the query mentions (`edit` for `Editor.edit`;
+        not for a definition merely holding the word, such as `get_help_extra` for `extra`)."""
+        if best is None or not named:
             return 0.0
         seg_index = int(self._at.paths.segment[row])
-        chunk = int(self._at.chunk_off[seg_index]) + chunks[0]
+        chunk = int(self._at.chunk_off[seg_index]) + best
         gain = float(chunk_score[chunk] - lexical[chunk])
         if gain <= 0:
             return 0.0
-        symbol = self._at.segments[seg_index].symbol(chunks[0])
+        symbol = self._at.segments[seg_index].symbol(best)
         return gain if symbol is not None and symbol.rsplit(".", 1)[-1] in named else 0.0
 
-    def _imports(self, row: int, chunk_score: F64, skip_names: set[str]) -> list[tuple[int, bool]]:
+    def _imports(self, row: int, best: int | None, skip_names: set[str]) -> list[tuple[int, bool]]:
         """The files a file imports (Python imports resolved to this commit's paths), each
-        with whether the file's best chunk calls a name the import binds."""
+        with whether the file's best chunk (`best`) calls a name the import binds."""
         importer = self._at.paths.path(row)
         if not importer.endswith(_PYTHON_SUFFIXES):
             return []
@@ -176,11 +179,10 @@ class ReportEvidence:
         if not imports:
             return []
         links = self.links()
-        chunks, _ = self._at.file_chunks(row, chunk_score)
         called: set[str] = set()
-        if chunks:
+        if best is not None:
             seg = self._at.segments[int(self._at.paths.segment[row])]
-            first, last = int(seg.chunk_start_line[chunks[0]]), int(seg.chunk_end_line[chunks[0]])
+            first, last = int(seg.chunk_start_line[best]), int(seg.chunk_end_line[best])
             called = {head for line, head in calls if first <= line <= last}
         found: list[tuple[int, bool]] = []
         for target, name, alias in imports:

@@ -23,7 +23,6 @@ from worker.index.store.commit_view import CommitTables
 from worker.index.store.segment import Segment
 from worker.index.views.commit_chunks import CommitChunks
 from worker.index.views.evidence import ReportEvidence
-from worker.index.views.linking import CommitLinks
 from worker.index.views.priors import config_paths, research_path_priors
 from worker.index.views.ranking import (
     DEFAULT_PARAMS,
@@ -64,15 +63,8 @@ class CommitIndex:
         at = CommitChunks.of(segments, view)
         self._at = at
         self._evidence = ReportEvidence(at, params)
-        self._segments = at.segments
-        self._paths = at.paths
-        self._chunk_off = at.chunk_off
-        self._chunk_gblob = at.chunk_gblob
-        self._path_gblob = at.path_gblob
-        self._live = at.live
-        self._all_live = at.all_live
         self.n_paths = at.paths.n_paths
-        live = np.concatenate(at.live or [np.zeros(0, dtype=bool)])
+        live = at.live_chunks
         self.n_chunks = int(live.sum())
         len_body = np.concatenate([s.len_body for s in segments] or [np.zeros(0, np.int32)])
         len_sym = np.concatenate([s.len_sym for s in segments] or [np.zeros(0, np.int32)])
@@ -85,13 +77,13 @@ class CommitIndex:
         self._norm_sym = (params.w_symbol / (1 - b + b * len_sym / max(avg_sym, 1e-9))).astype(
             np.float32
         )
-        avg_path = float(self._paths.len_path.mean()) if self.n_paths else 1.0
-        avg_name = float(self._paths.len_name.mean()) if self.n_paths else 1.0
+        avg_path = float(self._at.paths.len_path.mean()) if self.n_paths else 1.0
+        avg_name = float(self._at.paths.len_name.mean()) if self.n_paths else 1.0
         self._norm_path = (
-            params.w_path / (1 - b + b * self._paths.len_path / max(avg_path, 1e-9))
+            params.w_path / (1 - b + b * self._at.paths.len_path / max(avg_path, 1e-9))
         ).astype(np.float32)
         self._norm_name = (
-            params.w_name / (1 - b + b * self._paths.len_name / max(avg_name, 1e-9))
+            params.w_name / (1 - b + b * self._at.paths.len_name / max(avg_name, 1e-9))
         ).astype(np.float32)
         self._prior = self._path_priors(params)
         self._config: npt.NDArray[np.bool_] | None = None
@@ -101,33 +93,33 @@ class CommitIndex:
     @property
     def segments(self) -> tuple[Segment, ...]:
         """The segments the commit's blobs are in."""
-        return tuple(self._segments)
+        return self._at.segments
 
     @property
     def path_column(self) -> pa.ChunkedArray:
         """The indexed paths, in path order (row i is path i)."""
-        return self._paths.paths
+        return self._at.paths.paths
 
     @property
     def path_oids(self) -> npt.NDArray[np.uint8]:
         """Shape (paths, 20): each path's raw blob id."""
-        return self._paths.oids
+        return self._at.paths.oids
 
     @property
     def path_segment(self) -> npt.NDArray[np.int32]:
         """Each path's segment (an index into `segments`)."""
-        return self._paths.segment
+        return self._at.paths.segment
 
     @property
     def path_blob(self) -> npt.NDArray[np.int32]:
         """Each path's blob row in its segment."""
-        return self._paths.blob
+        return self._at.paths.blob
 
     def _path_priors(self, params: RankingParams) -> F64:
         if params.test_prior == params.doc_prior == params.vendored_prior == 1.0:
             return np.ones(self.n_paths, dtype=np.float64)
         return research_path_priors(
-            self._paths.paths,
+            self._at.paths.paths,
             test=params.test_prior,
             vendored=params.vendored_prior,
             doc=params.doc_prior,
@@ -138,7 +130,10 @@ class CommitIndex:
         if mask is None:
             wanted = {e.lower() for e in extensions}
             mask = np.fromiter(
-                (PurePosixPath(p).suffix.lower() in wanted for p in self._paths.paths.to_pylist()),
+                (
+                    PurePosixPath(p).suffix.lower() in wanted
+                    for p in self._at.paths.paths.to_pylist()
+                ),
                 dtype=bool,
                 count=self.n_paths,
             )
@@ -157,14 +152,14 @@ class CommitIndex:
         for term, qw in weights.items():
             slices = []
             df = 0
-            for i, seg in enumerate(self._segments):
+            for i, seg in enumerate(self._at.segments):
                 hit = seg.lookup(term)
                 if hit is not None:
                     slices.append((i, hit[0], hit[1]))
                     df += hit[1]
             rank = qw * _idf(max(self.n_chunks, df, 1), df)
             ceiling += rank
-            if df or self._paths.lookup(term) is not None:
+            if df or self._at.paths.lookup(term) is not None:
                 found.append((rank, term, qw, slices))
         found.sort(key=lambda f: (-f[0], f[1]))
         selected = [(term, qw, slices) for _, term, qw, slices in found[: self.params.max_terms]]
@@ -178,14 +173,14 @@ class CommitIndex:
             gathered = []
             df = 0
             for seg_index, start, count in slices:
-                seg = self._segments[seg_index]
+                seg = self._at.segments[seg_index]
                 chunk = seg.post_chunk[start : start + count]
                 tfb = seg.post_tf_body[start : start + count]
                 tfs = seg.post_tf_sym[start : start + count]
-                if not self._all_live[seg_index]:
-                    keep = self._live[seg_index][chunk]
+                if not self._at.all_live[seg_index]:
+                    keep = self._at.live[seg_index][chunk]
                     chunk, tfb, tfs = chunk[keep], tfb[keep], tfs[keep]
-                gchunk = chunk.astype(np.int64) + self._chunk_off[seg_index]
+                gchunk = chunk.astype(np.int64) + self._at.chunk_off[seg_index]
                 gathered.append((gchunk, tfb, tfs))
                 df += len(chunk)
             if not df:
@@ -198,13 +193,15 @@ class CommitIndex:
         if not ids:
             return np.zeros(0, dtype=np.float64)
         scores: F64 = np.bincount(
-            np.concatenate(ids), weights=np.concatenate(contribs), minlength=len(self._chunk_gblob)
+            np.concatenate(ids),
+            weights=np.concatenate(contribs),
+            minlength=len(self._at.chunk_gblob),
         ).astype(np.float64, copy=False)
         return scores
 
     def _path_scores(self, selected: list[tuple[str, float, list[tuple[int, int, int]]]]) -> F64:
         k1 = self.params.k1
-        paths = self._paths
+        paths = self._at.paths
         score = np.zeros(self.n_paths, dtype=np.float64)
         for term, qw, _ in selected:
             found = paths.lookup(term)
@@ -218,10 +215,6 @@ class CommitIndex:
             )
             score[rows] += qw * _idf(self.n_paths, count) * tf / (k1 + tf)
         return score
-
-    def links(self) -> CommitLinks:
-        """Where this commit defines names and which files its paths name (built once)."""
-        return self._evidence.links()
 
     def ranked(
         self,
@@ -241,7 +234,7 @@ class CommitIndex:
         selected, ceiling = self._selected_terms(analysed.weights)
         if not self.n_paths:
             return iter(())
-        n_chunks = len(self._chunk_gblob)
+        n_chunks = len(self._at.chunk_gblob)
         lexical = self._chunk_scores(selected) if selected else np.zeros(0, dtype=np.float64)
         if not len(lexical):
             lexical = np.zeros(n_chunks, dtype=np.float64)
@@ -253,14 +246,14 @@ class CommitIndex:
         total: F64 = np.zeros(n_gblobs, dtype=np.float64)
         nz = np.flatnonzero(chunk_score)
         if len(nz):
-            gblob = self._chunk_gblob[nz]
+            gblob = self._at.chunk_gblob[nz]
             np.maximum.at(best, gblob, chunk_score[nz])
             total = np.bincount(gblob, weights=chunk_score[nz], minlength=n_gblobs).astype(
                 np.float64, copy=False
             )
         blob_score = best + self.params.rest_weight * (total - best)
         path_score = self.params.path_weight * self._path_scores(selected)
-        file_score = blob_score[self._path_gblob] + path_score
+        file_score = blob_score[self._at.path_gblob] + path_score
         lexical_files = file_score > 0
         scale = float(file_score.max()) or top or 1.0
         mention = self._evidence.mention_bonus(analysed.report, scale)
@@ -287,14 +280,14 @@ class CommitIndex:
     def _config_mask(self) -> npt.NDArray[np.bool_]:
         with self._config_lock:
             if self._config is None:
-                self._config = config_paths(self._paths.paths)
+                self._config = config_paths(self._at.paths.paths)
             return self._config
 
     def _hit(self, path_row: int, chunk: int, score: float, signals: int) -> SearchHit:
-        seg = self._segments[int(self._paths.segment[path_row])]
-        blob = int(self._paths.blob[path_row])
+        seg = self._at.segments[int(self._at.paths.segment[path_row])]
+        blob = int(self._at.paths.blob[path_row])
         return SearchHit(
-            path=self._paths.path(path_row),
+            path=self._at.paths.path(path_row),
             blob=seg.oid(blob),
             start_line=int(seg.chunk_start_line[chunk]),
             end_line=int(seg.chunk_end_line[chunk]),
@@ -335,7 +328,7 @@ class CommitIndex:
             row = int(order[rank])
             chunks, scores = per_file[rank]
             chunk = chunks[k]
-            base = self._chunk_off[int(self._paths.segment[row])]
+            base = self._at.chunk_off[int(self._at.paths.segment[row])]
             fired = int(signals[row]) | (int(Signals.ENTITY) if linked[base + chunk] else 0)
             yield self._hit(row, chunk, -neg, fired)
             if k + 1 < len(chunks):
