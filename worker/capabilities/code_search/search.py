@@ -52,8 +52,8 @@ _SOURCE_NAMES: Final = {"stored": "trigram", "on-demand": "on-demand"}
 QUALITY_WEIGHT: Final = 0.6
 PRIOR_WEIGHT: Final = 0.4
 WHOLE_WORD_QUALITY: Final = 0.8
-_Real = float | npt.NDArray[np.float64]
 """The best line quality a file without a matching definition line can reach."""
+_Real = float | npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,8 +34,9 @@ class CommitLinks:
         self._packages = dict(packages)
         """Each package directory's name with the rows of its `__init__.py` files."""
         self.rows = {path: row for row, path in enumerate(self._paths)}
-        self._imports: dict[tuple[str, str, str | None], list[int]] = {}
         """Each path's row."""
+        self._imports: dict[tuple[str, str, str | None], list[int]] = {}
+        """Resolved imports by (importer's directory for a relative one, module, name)."""
 
     def file_rows(self, mention: str) -> list[int]:
         """The files a mentioned path names: those whose path ends with the most of its parts
