@@ -8,7 +8,8 @@ read once so that it is in the page cache as the mirror's fresh pack is, is inde
 `cindex` (Debian package `codesearch`), timed, and each query runs through a real
 nats-server and one worker (20 hits, as an agent asks) and through `csearch -n` (every
 match printed). Prints one table: per query the cold and median warm latency of each side,
-repo-reader's share of csearch's time and the target; then the two builds.
+repo-reader's share of csearch's time and the target; then the two builds, and the trigram
+view built alone beside cindex (like with like: cindex builds nothing else).
 """
 
 from __future__ import annotations
@@ -24,8 +25,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing import get_context
 from pathlib import Path
+
+import pygit2
 
 from bench.corpora import DEFAULT_WORK, PreparedCorpus, prepare
 from bench.tables import render as render_table
@@ -33,6 +38,11 @@ from contracts.code import CodeSearchRequest, CodeSearchResponse
 from contracts.subjects import Subject
 from tests.support.workers import WorkerProcess
 from worker.client import RepoReaderClient
+from worker.config import ServerConfig
+from worker.index.analysis.segment_builder import BATCH_BYTES, is_indexable
+from worker.index.analysis.trigrams import TrigramCollector
+from worker.index.store.build import blob_sources, missing_blobs, tree_blobs
+from worker.index.store.segment import write_table
 from worker.mirror.sync import Mirror
 from worker.repos.layout import CacheLayout
 from worker.service.embedded_nats import EmbeddedNats
@@ -156,6 +166,62 @@ def build_cindex(tree: Path, index_file: Path, cindex: str) -> float:
     return time.perf_counter() - started
 
 
+def build_trigram_view(repo_path: Path, commit: str, out: Path, workers: int = 2) -> float:
+    """Build the trigram view alone of a commit's blobs, in `workers` processes, into table
+    files under `out`; returns the seconds it took (the tree's walk included).
+
+    No product build makes this view alone; this drives the analysis's trigram part as a
+    build worker does (the pack read without hashing again, batches of BATCH_BYTES, the
+    tables written), to set it beside cindex, which builds trigrams only.
+    """
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    with ProcessPoolExecutor(workers, mp_context=get_context("forkserver")) as pool:
+        # The processes start and load the compiled pass before the clock does, as the
+        # build's workers are started ahead of it.
+        list(pool.map(_trigram_part, [str(repo_path)] * workers, [[]] * workers, [None] * workers))
+        started = time.perf_counter()
+        repo = pygit2.Repository(str(repo_path))
+        items = missing_blobs(tree_blobs(repo, commit), {}, set())
+        parts = [items[k::workers] for k in range(workers)]
+        outs = [out / f"part-{k}" for k in range(workers)]
+        list(pool.map(_trigram_part, [str(repo_path)] * workers, parts, outs))
+        return time.perf_counter() - started
+
+
+def _trigram_part(repo_path: str, items: list[tuple[str, bytes]], out: Path | None) -> None:
+    """In a pool process: the trigram tables of these blobs, written under `out` (none: only
+    warm up)."""
+    pygit2.settings.enable_strict_hash_verification(False)
+    repo = pygit2.Repository(repo_path)
+    max_bytes = ServerConfig().max_blob_bytes
+    collector = TrigramCollector()
+    texts: list[bytes] = []
+    blobs: list[int] = []
+    size = 0
+    for blob, source in enumerate(blob_sources(repo, items, max_bytes)):
+        if source.size > max_bytes or not is_indexable(source.data, max_bytes):
+            continue
+        texts.append(source.data)
+        blobs.append(blob)
+        size += len(source.data)
+        if size >= BATCH_BYTES:
+            collector.add(texts, blobs)
+            texts, blobs, size = [], [], 0
+    collector.add(texts or [b"warm up"], blobs or [len(items)])
+    text, definitions = collector.tables()
+    if out is None:
+        return
+    out.mkdir(parents=True)
+    for name, table in (
+        ("trigrams", text.trigrams),
+        ("trigram_postings", text.postings),
+        ("definition_trigrams", definitions.trigrams),
+        ("definition_trigram_postings", definitions.postings),
+    ):
+        write_table(out / f"{name}.arrow", table, flush=False)
+
+
 def time_csearch(index_file: Path, csearch: str, measured: Measured, runs: int) -> None:
     env = {**os.environ, "CSEARCHINDEX": str(index_file)}
     command = [csearch, "-n", measured.query.csearch_pattern]
@@ -196,6 +262,7 @@ def render(
     build_seconds: float,
     cindex_seconds: float,
     results: Sequence[Measured],
+    trigram_seconds: float = math.nan,
 ) -> str:
     """The benchmark's one table."""
     rows = [
@@ -246,6 +313,19 @@ def render(
                 "repo-reader: research + trigrams + definitions; cindex: trigrams only",
             )
         )
+    if not math.isnan(trigram_seconds):
+        rows.append(
+            (
+                "trigram view alone (2 processes)",
+                f"{trigram_seconds:.1f} s",
+                "",
+                f"cindex {cindex_seconds:.1f} s",
+                f"{trigram_seconds / cindex_seconds:.2f}x",
+                "like with like",
+                "",
+                "repo-reader: text and definition-line trigrams; cindex: trigrams",
+            )
+        )
     head = (
         f"{corpus.name} {corpus.version}: {corpus.files} files, "
         f"{corpus.source_bytes / 1e6:.0f} MB, commit {corpus.base_commit[:12]}"
@@ -274,6 +354,10 @@ def run(corpus: PreparedCorpus, work: Path, runs: int, *, reuse_cache: bool = Fa
     index_file = work / "code_search" / corpus.name / "csearchindex"
     print(f"[{corpus.name}] cindex", flush=True)
     cindex_seconds = build_cindex(tree, index_file, cindex)
+    print(f"[{corpus.name}] trigram view alone", flush=True)
+    trigram_seconds = build_trigram_view(
+        corpus.path, corpus.base_commit, work / "code_search" / corpus.name / "trigram-view"
+    )
     queries = QUERIES.get(corpus.name, QUERIES["django"])
     results = [Measured(q) for q in queries]
     with EmbeddedNats() as server, WorkerProcess(cache, server.url, concurrency=2):
@@ -283,7 +367,7 @@ def run(corpus: PreparedCorpus, work: Path, runs: int, *, reuse_cache: bool = Fa
     for measured in results:
         print(f"[{corpus.name}] csearch: {measured.query.label}", flush=True)
         time_csearch(index_file, csearch, measured, runs)
-    return render(corpus, build_seconds, cindex_seconds, results)
+    return render(corpus, build_seconds, cindex_seconds, results, trigram_seconds)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,11 +6,15 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
+import pygit2
 import pytest
 
 from bench import code_search
-from bench.code_search import Query, run
+from bench.code_search import Query, build_trigram_view, run
 from tests.bench.test_speed_smoke import tiny_corpus
+from worker.index.analysis.trigrams import fold, trigrams_of
+from worker.index.store.segment import read_table
 
 
 def test_code_search_bench_measures_both_sides_on_a_tiny_corpus(
@@ -35,6 +39,37 @@ def test_code_search_bench_measures_both_sides_on_a_tiny_corpus(
         assert "csearch: 1 lines" in row
     (build,) = [line for line in lines if line.startswith("index build, every view")]
     assert "cindex" in build
+    (alone,) = [line for line in lines if line.startswith("trigram view alone")]
+    assert "cindex" in alone
+
+
+def test_trigram_view_alone_holds_each_distinct_blobs_trigrams_once(tmp_path: Path) -> None:
+    """The parts built apart hold, together, every trigram of every distinct blob, each blob
+    listed once under each of its trigrams (a blob at two paths too)."""
+    files = {
+        "a.c": b"int lru_evict(void)\n{\n\treturn 0;\n}\n",
+        "copy/a.c": b"int lru_evict(void)\n{\n\treturn 0;\n}\n",
+        "b.py": b"def Hash_Password(pw):\n    return pw\n",
+        "c.md": b"# Notes\n",
+    }
+    repo = pygit2.init_repository(str(tmp_path / "repo.git"), bare=True)
+    index = pygit2.Index()
+    for path, data in files.items():
+        index.add(pygit2.IndexEntry(path, repo.create_blob(data), pygit2.enums.FileMode.BLOB))
+    sig = pygit2.Signature("t", "t@example.org", 1_700_000_000, 0)
+    commit = repo.create_commit("HEAD", sig, sig, "m", index.write_tree(repo), [])
+
+    seconds = build_trigram_view(Path(repo.path), str(commit), tmp_path / "view")
+
+    assert seconds > 0
+    expected = sorted(t for data in set(files.values()) for t in trigrams_of(fold(data)).tolist())
+    found = []
+    for part in sorted((tmp_path / "view").iterdir()):
+        trigrams = read_table(part / "trigrams.arrow")
+        counts = trigrams.column("count").to_numpy()
+        found.extend(np.repeat(trigrams.column("trigram").to_numpy(), counts).tolist())
+        assert len(read_table(part / "trigram_postings.arrow")) == counts.sum()
+    assert sorted(found) == expected
 
 
 def test_cindex_tree_is_read_through_once_without_following_links(tmp_path: Path) -> None:
