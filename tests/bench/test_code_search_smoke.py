@@ -7,12 +7,12 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import pygit2
 import pytest
 
 from bench import code_search
 from bench.code_search import Query, build_trigram_view, run
 from tests.bench.test_speed_smoke import tiny_corpus
+from tests.support.gitrepos import make_repo
 from worker.index.analysis.trigrams import fold, trigrams_of
 from worker.index.store.segment import read_table
 
@@ -52,14 +52,9 @@ def test_trigram_view_alone_holds_each_distinct_blobs_trigrams_once(tmp_path: Pa
         "b.py": b"def Hash_Password(pw):\n    return pw\n",
         "c.md": b"# Notes\n",
     }
-    repo = pygit2.init_repository(str(tmp_path / "repo.git"), bare=True)
-    index = pygit2.Index()
-    for path, data in files.items():
-        index.add(pygit2.IndexEntry(path, repo.create_blob(data), pygit2.enums.FileMode.BLOB))
-    sig = pygit2.Signature("t", "t@example.org", 1_700_000_000, 0)
-    commit = repo.create_commit("HEAD", sig, sig, "m", index.write_tree(repo), [])
+    repo, commit = make_repo(tmp_path / "repo", files)
 
-    seconds = build_trigram_view(Path(repo.path), str(commit), tmp_path / "view")
+    seconds = build_trigram_view(Path(repo.path), commit, tmp_path / "view")
 
     assert seconds > 0
     expected = sorted(t for data in set(files.values()) for t in trigrams_of(fold(data)).tolist())
