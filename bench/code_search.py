@@ -192,10 +192,14 @@ def build_trigram_view(repo_path: Path, commit: str, out: Path, workers: int = 2
 def _trigram_part(repo_path: str, items: list[tuple[str, bytes]], out: Path | None) -> None:
     """In a pool process: the trigram tables of these blobs, written under `out` (none: only
     warm up)."""
+    collector = TrigramCollector()
+    if out is None:
+        collector.add([b"int warm_up(void);"], [0])
+        collector.tables()
+        return
     pygit2.settings.enable_strict_hash_verification(False)
     repo = pygit2.Repository(repo_path)
     max_bytes = ServerConfig().max_blob_bytes
-    collector = TrigramCollector()
     texts: list[bytes] = []
     blobs: list[int] = []
     size = 0
@@ -208,10 +212,9 @@ def _trigram_part(repo_path: str, items: list[tuple[str, bytes]], out: Path | No
         if size >= BATCH_BYTES:
             collector.add(texts, blobs)
             texts, blobs, size = [], [], 0
-    collector.add(texts or [b"warm up"], blobs or [len(items)])
+    if texts:
+        collector.add(texts, blobs)
     text, definitions = collector.tables()
-    if out is None:
-        return
     out.mkdir(parents=True)
     for name, table in (
         ("trigrams", text.trigrams),
