@@ -39,6 +39,8 @@ def test_code_search_bench_measures_both_sides_on_a_tiny_corpus(
         assert "csearch: 1 lines" in row
     (build,) = [line for line in lines if line.startswith("index build, every view")]
     assert "cindex" in build
+    (graph,) = [line for line in lines if line.startswith("entity graph, after the build")]
+    assert "mirroring indexes the commit in" in graph
     (alone,) = [line for line in lines if line.startswith("trigram view alone")]
     assert "cindex" in alone
 
