@@ -242,16 +242,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.IO_ERROR
     except KeyboardInterrupt:
         interrupted()  # pyarrow, for one, raises it from a handler of its own
-        _stop_build_workers()
         return ExitCode.INTERRUPTED
+    finally:
+        _stop_build_workers()
 
 
 def _stop_build_workers() -> None:
-    """Shut down the index build workers started ahead, if any: left starting as this process
-    goes, each would fail with a traceback of its own."""
+    """Shut down the index build workers started ahead, if any, however the command ends (a
+    sync that failed before its build never took them): left starting as this process goes,
+    each would fail with a traceback of its own.
+
+    A Ctrl-C while they stop ends the wait, and a second one the process (see `interrupts`).
+    """
     started = sys.modules.get("worker.index.store.build_workers")  # not imported: none started
-    if started is not None:
+    if started is None:
+        return
+    from worker.service.interrupts import interrupted
+
+    try:
         started.stop_build_workers()
+    except KeyboardInterrupt:
+        interrupted()
 
 
 def _nats_errors() -> type[Exception]:

@@ -91,6 +91,19 @@ def test_mirror_is_an_operators_tool(tmp_path: Path, make_source: SourceFactory)
     assert not (cache / "repos" / "acme" / "bare.git").exists()
 
 
+def test_a_sync_that_fails_before_its_build_ends_without_a_traceback(tmp_path: Path) -> None:
+    """A first sync that fails at once, with build workers being started ahead of its build,
+    exits 4 with one error line: the workers are stopped, none fails as the process goes."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "repo-reader.toml").write_text("[mirror]\nindex_workers = 2\n")
+    (tmp_path / "plain").mkdir()
+    broken = run("--cache", str(cache), "mirror", "add", "acme/b", "--url", str(tmp_path / "plain"))
+    assert broken.returncode == 4
+    assert "sync failed: acme/b" in broken.stderr
+    assert "Traceback" not in broken.stderr
+
+
 def test_argument_mistakes_are_exit_2_with_a_hint(tmp_path: Path) -> None:
     """A misspelled subcommand gets a suggestion; a log level or a --config that does not
     exist is refused (2), never a traceback."""
