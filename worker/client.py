@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
 import random
 import re
@@ -345,13 +346,30 @@ class RepoReaderClient(RepoReaderAPI):
             await subscription.unsubscribe()
 
 
+_CONTROL: Final = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def shown_path(path: str) -> str:
+    """A repository path as a line of text shows it: as is, or quoted with escapes (as JSON
+    writes a string) when it holds a control character, which would break the line or the
+    terminal.
+
+    Git allows any byte but NUL and "/" in a name; `git ls-files` quotes such names too.
+    """
+    if _CONTROL.search(path) is None:
+        return path
+    # json.dumps escapes C0 controls; DEL and C1 it leaves as they are.
+    return _CONTROL.sub(lambda c: f"\\u{ord(c[0]):04x}", json.dumps(path, ensure_ascii=False))
+
+
 def artifact_lines(artifacts: Sequence[ResearchArtifact]) -> str:
     """Artifacts as a person reads them: a header line per artifact, then its excerpt."""
     blocks = []
     for a in artifacts:
         cut = " (truncated)" if a.truncated else ""
         symbol = f" {a.symbol}" if a.symbol else ""
-        head = f"{a.repo}:{a.path}:{a.excerpt_span}{symbol}  [{a.license}]  score={a.score:g}{cut}"
+        where = f"{a.repo}:{shown_path(a.path)}:{a.excerpt_span}{symbol}"
+        head = f"{where}  [{a.license}]  score={a.score:g}{cut}"
         body = "\n".join(f"    {line}" for line in a.excerpt.split("\n"))
         blocks.append(f"{head}\n  {a.commit}\n{body}")
     return "\n\n".join(blocks)

@@ -84,6 +84,7 @@ BASE_FILES: dict[str, Content] = {
     "long.txt": "".join(f"line {n:03d} " + "x" * 40 + "\n" for n in range(1, 101)),
     "link_inside": Symlink("src/widgets/core.py"),
     "link_outside": Symlink("../../../etc/passwd"),
+    "odd/new\nline.txt": "a name with a line break, as git allows\n",
 }
 
 HISTORY: list[tuple[int, str, dict[str, Content | None]]] = [

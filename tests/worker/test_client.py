@@ -12,13 +12,15 @@ import time
 import msgspec
 import nats
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from nats.aio.msg import Msg
 
 from contracts import RepoReaderRequest
 from contracts.subjects import Subject
 from tests.support.cache import MirroredCache, SourceFactory
 from tests.support.workers import WorkerProcess
-from worker.client import NO_RESPONDERS_MAX_BACKOFF, RepoReaderClient
+from worker.client import NO_RESPONDERS_MAX_BACKOFF, RepoReaderClient, shown_path
 from worker.errors import (
     AccessDenied,
     NoAnswer,
@@ -290,3 +292,12 @@ def test_the_exceptions_import_without_the_workers_dependencies() -> None:
         [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == "NotFound"
+
+
+@given(st.text(st.characters(exclude_characters="\0/"), min_size=1))
+def test_a_shown_path_is_one_line_and_reads_back(path: str) -> None:
+    """A path is shown as is, or quoted when it holds a control character; either way on one
+    line, with nothing a terminal would act on, and the quoted form decodes to the path."""
+    shown = shown_path(path)
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in shown)
+    assert shown == path or json.loads(shown) == path

@@ -26,6 +26,7 @@ from contracts.graph import (
 from contracts.registry import BATCHED, MESSAGES
 from contracts.subjects import Subject
 from worker.cli.exits import ExitCode
+from worker.client import shown_path
 from worker.service.replies import answer_fields, join_batches
 
 ENTITY_TYPES: Final = ("directory", "file", "class", "function")
@@ -237,7 +238,8 @@ def readable(answer: Any) -> str:
             return "no entities found"
         lines = []
         for e in answer.entities:
-            where = f"{e.file_path}:{e.line_range[0]}" if e.line_range else e.file_path
+            path = shown_path(e.file_path)
+            where = f"{path}:{e.line_range[0]}" if e.line_range else path
             lines.append(f"{e.score:.2f}  {e.name} ({e.entity_type}) [{e.id}] - {where}")
             shown = e.snippet.fold or e.snippet.preview or e.snippet.full if e.snippet else None
             if shown:

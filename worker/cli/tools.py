@@ -25,6 +25,7 @@ from contracts.registry import BATCHED, MESSAGES
 from contracts.repo import RepoStatusRequest, RepoStatusResponse
 from contracts.subjects import Subject
 from worker.cli.exits import ExitCode
+from worker.client import shown_path
 from worker.service.replies import join_batches
 
 TOOL_COMMANDS: Final = ("search", "read", "list", "history", "churn", "status")
@@ -172,9 +173,8 @@ def _search_text(answer: Any) -> str:
     ]
     for hit in answer.hits:
         lines.append("")
-        lines.append(
-            f"{hit.path}:{hit.line_number}:{hit.column}  [{hit.license}]  score={hit.score:g}"
-        )
+        where = f"{shown_path(hit.path)}:{hit.line_number}:{hit.column}"
+        lines.append(f"{where}  [{hit.license}]  score={hit.score:g}")
         if hit.context_span is None:
             lines.append(f"  > {hit.matched_line}")
             continue
@@ -189,8 +189,8 @@ def _search_text(answer: Any) -> str:
 def _read_text(answer: Any) -> str:
     assert isinstance(answer, CodeReadResponse)
     head = (
-        f"# {answer.repo}:{answer.path} @ {answer.commit}  {answer.kind} blob={answer.blob} "
-        f"size={answer.size}"
+        f"# {answer.repo}:{shown_path(answer.path)} @ {answer.commit}  {answer.kind} "
+        f"blob={answer.blob} size={answer.size}"
     )
     if answer.license:
         head += f"  [{answer.license} from {answer.license_source}]"
@@ -213,8 +213,8 @@ def _read_text(answer: Any) -> str:
 
 def _list_text(answer: Any) -> str:
     assert isinstance(answer, CodeListResponse)
-    lines = [f"# {answer.repo}:{answer.path or '/'} @ {answer.commit}"]
-    lines += [f"{e.type:<10} {e.size:>10}  {e.path}" for e in answer.entries]
+    lines = [f"# {answer.repo}:{shown_path(answer.path) or '/'} @ {answer.commit}"]
+    lines += [f"{e.type:<10} {e.size:>10}  {shown_path(e.path)}" for e in answer.entries]
     if answer.truncated:
         lines.append(f"# truncated after {answer.total} entries")
     return "\n".join(lines)
@@ -242,7 +242,7 @@ def _churn_text(answer: Any) -> str:
         f"{'commits':>8} {'lines':>9} {'files':>6}  module",
     ]
     lines += [
-        f"{m.commit_count:>8} {m.lines_changed:>9} {m.files_changed:>6}  {m.path}"
+        f"{m.commit_count:>8} {m.lines_changed:>9} {m.files_changed:>6}  {shown_path(m.path)}"
         for m in answer.modules
     ]
     return "\n".join(lines)

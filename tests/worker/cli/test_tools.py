@@ -77,6 +77,18 @@ def test_read_list_history_churn_and_status(nats_url: str) -> None:
     assert all(r.returncode == 0 for r in (read, link, listing, history, churn, status))
 
 
+def test_a_path_with_a_control_character_is_printed_quoted(nats_url: str) -> None:
+    """A name with a line break is listed, searched and read as one quoted path on its line."""
+    shown = '"odd/new\\nline.txt"'
+    listing = cli(nats_url, "list", REPO, "odd")
+    assert listing.stdout.splitlines()[1].endswith(f"  {shown}")
+    search = cli(nats_url, "search", REPO, "as git allows", "--path", "odd")
+    assert f"{shown}:1:" in search.stdout
+    read = cli(nats_url, "read", REPO, "odd/new\nline.txt")
+    assert read.stdout.startswith(f"# {REPO}:{shown} @ ")
+    assert all(r.returncode == 0 for r in (listing, search, read))
+
+
 def test_refusals_exit_non_zero_with_the_code(nats_url: str) -> None:
     """A refused request exits with the seed's code (2: arguments, 3: not found), its error code
     and details on stderr, no traceback."""
