@@ -55,8 +55,13 @@ def commit_time(signature: pygit2.Signature) -> dt.datetime:
 def walk_window(
     repo: pygit2.Repository, head: str, since: int, deadline: float, stage: str
 ) -> Iterator[pygit2.Commit]:
-    """Commits reachable from `head`, newest first, while their committer time >= `since`."""
-    for commit in repo.walk(head, pygit2.enums.SortMode.TIME):
+    """Commits reachable from `head`, newest first, while their committer time >= `since`.
+
+    In `git log`'s order: libgit2's unsorted walk takes the newest commit of its frontier
+    next, as git does, and so never a parent before its child. Its time sort breaks ties of
+    one second (a script's commits, a rebase's) in any order.
+    """
+    for commit in repo.walk(head, pygit2.enums.SortMode.NONE):
         if commit.commit_time < since:
             return
         if time.monotonic() > deadline:
