@@ -156,7 +156,7 @@ class CommitIndex:
                 hit = seg.lookup(term)
                 if hit is not None:
                     slices.append((i, hit[0], hit[1]))
-                    df += hit[1]
+                    df += self._at.live_postings(i, hit[0], hit[1])
             rank = qw * _idf(max(self.n_chunks, df, 1), df)
             ceiling += rank
             if df or self._at.paths.lookup(term) is not None:

@@ -5,17 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import pytest
 
 from tests.worker.index.conftest import RepoFactory
 from worker.index.store.build import build_in_memory
+from worker.index.views import commit_chunks
 from worker.index.views.commit_chunks import CommitChunks
 
 FIRST = {
-    "pkg/alpha.py": b"def alpha():\n    return 1\n",
-    "pkg/beta.py": b"def beta():\n    return 2\n",
+    "pkg/alpha.py": b"def alpha():\n    return widget(1)\n",
+    "pkg/beta.py": b"def beta():\n    return widget(2)\n",
 }
 SECOND = {
-    "pkg/alpha.py": b"def alpha():\n    return 1\n",
+    "pkg/alpha.py": b"def alpha():\n    return widget(1)\n",
     "pkg/gamma.py": b"def gamma():\n    return 3\n\n\ndef gamma_twice():\n    return 6\n",
 }
 
@@ -77,3 +79,19 @@ def test_a_files_chunks_come_best_first(make_repo: Callable[[str], RepoFactory])
     scores[base + first] = 1.0
     scores[base + first + 1] = 2.0
     assert at.file_chunks(row, scores) == ([first + 1, first], [2.0, 1.0])
+
+
+@pytest.mark.parametrize("kept_from", [1, 1 << 30])
+def test_a_terms_live_postings_count_only_the_commits_chunks(
+    make_repo: Callable[[str], RepoFactory], monkeypatch: pytest.MonkeyPatch, kept_from: int
+) -> None:
+    """`widget` is in beta.py's chunk too, which the commit dropped: its postings in the
+    reused segment count alpha.py's alone, counted afresh or kept from an earlier query."""
+    monkeypatch.setattr(commit_chunks, "KEPT_COUNT_POSTINGS", kept_from)
+    at = _chunks(make_repo)
+    old, new = at.segments
+    start, count = old.lookup("widget") or (0, 0)
+    assert count == 2
+    assert new.lookup("widget") is None
+    for _ in range(2):
+        assert at.live_postings(0, start, count) == 1
