@@ -314,11 +314,13 @@ class RepoReaderClient(RepoReaderAPI):
         subscription = await self._nc.subscribe(inbox)
         headers = request_headers(request_id, json=self._json)
         reader = AnswerReader(response_type, json=self._json, request_id=request_id)
+        receiving: asyncio.Future[Any] | None = None
         try:
             await self._nc.publish(subject.value, payload, reply=inbox, headers=headers)
             while True:
                 remaining = max(deadline - time.monotonic(), 0.001)
                 receiving = asyncio.ensure_future(subscription.next_msg(timeout=remaining))
+                receiving.add_done_callback(_read_outcome)
                 waiting: set[asyncio.Future[Any]] = {receiving, refused}
                 await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
                 if refused.done():
@@ -341,9 +343,18 @@ class RepoReaderClient(RepoReaderAPI):
                 if reader.take(message.data):
                     return reader.batches
         finally:
+            if receiving is not None:
+                receiving.cancel()  # this call was cancelled while it waited
             if self._refusals.get(subject.value) is refused and refused.done():
                 del self._refusals[subject.value]
             await subscription.unsubscribe()
+
+
+def _read_outcome(waiting: asyncio.Future[Any]) -> None:
+    """Read how a wait for a message ended, so that a failure no one awaits (the connection
+    closing under a cancelled call) is not reported as never retrieved."""
+    if not waiting.cancelled():
+        waiting.exception()
 
 
 _CONTROL: Final = re.compile("[\x00-\x1f\x7f-\x9f]")

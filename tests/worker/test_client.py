@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import json
 import signal
 import subprocess
@@ -301,3 +303,36 @@ def test_a_shown_path_is_one_line_and_reads_back(path: str) -> None:
     shown = shown_path(path)
     assert not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in shown)
     assert shown == path or json.loads(shown) == path
+
+
+def test_a_request_cut_short_with_its_connection_leaves_no_error_behind(
+    nats_server: EmbeddedNats,
+) -> None:
+    """A call cancelled while it waits, its connection then closed (a gateway shutting down),
+    leaves no task whose failure nobody reads: nothing reaches the loop's error handler."""
+
+    async def scenario() -> list[dict[str, object]]:
+        loop = asyncio.get_running_loop()
+        reported: list[dict[str, object]] = []
+        loop.set_exception_handler(lambda _loop, context: reported.append(context))
+        silent = await nats.connect(nats_server.url)
+        asked = asyncio.Event()
+
+        async def never_answer(_msg: Msg) -> None:
+            asked.set()
+
+        await silent.subscribe(Subject.RESEARCH.value, queue="workers", cb=never_answer)
+        client = await RepoReaderClient.connect(nats_server.url, timeout=30)
+        call = asyncio.create_task(client.research(RepoReaderRequest(query="router")))
+        await asyncio.wait_for(asked.wait(), 10)
+        call.cancel()
+        await client.close()
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+        del call
+        await silent.close()
+        return reported
+
+    reported = asyncio.run(scenario())  # which reports what its shutdown finds unread
+    gc.collect()
+    assert reported == []
