@@ -31,6 +31,7 @@ from worker.cli.replay import add_replay_command, run_replay
 from worker.cli.tools import add_tool_commands, run_tool_command
 from worker.config import config_path, default_cache_dir, load_config
 from worker.errors import ConfigError, ConnectionLost, RepoReaderFailure
+from worker.version import product_version
 
 if TYPE_CHECKING:
     from worker.mirror.sync import Mirror, SyncResult
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=environment_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {product_version()}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_serve(commands)
     _add_mirror(commands)

@@ -11,6 +11,7 @@ from pathlib import Path
 from tests.support.cache import MirroredCache, SourceFactory
 from tests.support.workers import PROJECT_ROOT, WorkerProcess
 from worker.service.embedded_nats import EmbeddedNats
+from worker.version import product_version
 
 
 def run(
@@ -89,6 +90,13 @@ def test_mirror_is_an_operators_tool(tmp_path: Path, make_source: SourceFactory)
     listed = run("--cache", str(cache), "mirror", "list", "--json")
     assert [row["name"] for row in json.loads(listed.stdout)] == ["acme/gone"]
     assert not (cache / "repos" / "acme" / "bare.git").exists()
+
+
+def test_version_is_the_installed_packages() -> None:
+    """--version prints the program and the version its package metadata gives."""
+    shown = run("--version")
+    assert (shown.returncode, shown.stdout) == (0, f"repo-reader {product_version()}\n")
+    assert product_version() != "unknown"
 
 
 def test_a_sync_that_fails_before_its_build_ends_without_a_traceback(tmp_path: Path) -> None:

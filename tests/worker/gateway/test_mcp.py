@@ -20,6 +20,7 @@ from tests.support.graphs import build_graph_cache
 from tests.support.workers import PROJECT_ROOT, WorkerProcess, start_service
 from worker.gateway.mcp_bridge import TOOLS
 from worker.service.embedded_nats import EmbeddedNats
+from worker.version import product_version
 
 REPO = "acme/shop"
 
@@ -45,7 +46,8 @@ async def over_stdio(url: str) -> AsyncIterator[ClientSession]:
         env=environment(),
     )
     async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
+        server = (await session.initialize()).server_info
+        assert (server.name, server.version) == ("repo-reader", product_version())
         yield session
 
 
