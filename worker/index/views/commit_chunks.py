@@ -8,8 +8,7 @@ one of the commit's paths holds its blob (a segment may hold blobs this commit n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Final
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -21,10 +20,6 @@ from worker.index.store.segment import Segment
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
-
-KEPT_COUNT_POSTINGS: Final = 4096
-"""A posting slice at least this long has its live count kept: counting it again at every
-query would cost more than the entry, and a commit has few terms that common."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +41,6 @@ class CommitChunks:
     live: list[Mask]
     """The same, per segment (views of `live_chunks`)."""
     all_live: list[bool]
-    _live_counts: dict[tuple[int, int], int] = field(default_factory=dict)
-    """Live postings of the long posting slices counted so far, by (segment, start)."""
 
     @classmethod
     def of(cls, segments: Sequence[Segment], view: CommitTables) -> CommitChunks:
@@ -84,15 +77,8 @@ class CommitChunks:
         a term's document frequency in this commit."""
         if self.all_live[index]:
             return count
-        key = (index, start)
-        known = self._live_counts.get(key)
-        if known is not None:
-            return known
         chunk = self.segments[index].post_chunk[start : start + count]
-        live = int(np.count_nonzero(self.live[index][chunk]))
-        if count >= KEPT_COUNT_POSTINGS:
-            self._live_counts[key] = live
-        return live
+        return int(np.count_nonzero(self.live[index][chunk]))
 
     def file_chunks(self, path_row: int, chunk_score: F64) -> tuple[list[int], list[float]]:
         """A path's chunks that score (segment chunk ids, best first, ties by position) and

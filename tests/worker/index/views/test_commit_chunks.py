@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import pytest
 
 from tests.worker.index.conftest import RepoFactory
 from worker.index.store.build import build_in_memory
-from worker.index.views import commit_chunks
 from worker.index.views.commit_chunks import CommitChunks
 
 FIRST = {
@@ -81,13 +79,11 @@ def test_a_files_chunks_come_best_first(make_repo: Callable[[str], RepoFactory])
     assert at.file_chunks(row, scores) == ([first + 1, first], [2.0, 1.0])
 
 
-@pytest.mark.parametrize("kept_from", [1, 1 << 30])
 def test_a_terms_live_postings_count_only_the_commits_chunks(
-    make_repo: Callable[[str], RepoFactory], monkeypatch: pytest.MonkeyPatch, kept_from: int
+    make_repo: Callable[[str], RepoFactory],
 ) -> None:
     """`widget` is in beta.py's chunk too, which the commit dropped: its postings in the
-    reused segment count alpha.py's alone, counted afresh or kept from an earlier query."""
-    monkeypatch.setattr(commit_chunks, "KEPT_COUNT_POSTINGS", kept_from)
+    reused segment count alpha.py's alone, at every query."""
     at = _chunks(make_repo)
     old, new = at.segments
     start, count = old.lookup("widget") or (0, 0)
