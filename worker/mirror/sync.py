@@ -242,9 +242,20 @@ class Mirror:
                 repo, received = self._clone(entry, repo_dir)
             default_ref = self._default_ref(entry, repo)
             head = str(repo.references[default_ref].peel(pygit2.Commit).id)
-            timings = self._index(entry, repo, head)
-            history_seconds = self._record_history(entry, repo)
-            root_license = self._identify_licenses(entry.name, repo, head)
+            try:
+                timings = self._index(entry, repo, head)
+                history_seconds = self._record_history(entry, repo)
+                root_license = self._identify_licenses(entry.name, repo, head)
+            except SyncError:
+                raise
+            except Exception as exc:
+                # A defect met on content no test foresaw: it must cost this repository its
+                # sync (the previous one stays published), not the syncs of the others.
+                log.exception("mirror.analysis_failed", repo=entry.name, commit=head)
+                raise SyncError(
+                    f"{entry.name}: analysing {head[:12]} failed "
+                    f"({type(exc).__name__}: {exc}); the previous sync stays published"
+                ) from exc
             self.layout.write_state(
                 MirrorState(
                     repo=entry.name,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -171,6 +172,27 @@ def test_failed_resync_keeps_the_published_state(tmp_path: Path) -> None:
     with pytest.raises(SyncError):
         mirror.sync()
     assert CacheLayout(tmp_path / "cache").state_file("acme/tool").read_bytes() == before
+
+
+def test_an_error_while_analysing_fails_that_sync_alone(tmp_path: Path) -> None:
+    """An error no check foresaw while indexing (here the index directory became a file) fails
+    that repository's sync with its name; its last good state stays, the others sync."""
+    source = source_repo(tmp_path / "src")
+    source_repo(tmp_path / "other")
+    mirror = Mirror(tmp_path / "cache", tmp_path / "cache" / "repo-reader.toml")
+    mirror.add("acme/tool", str(tmp_path / "src"))
+    mirror.add("acme/other", str(tmp_path / "other"))
+    mirror.sync()
+    layout = CacheLayout(tmp_path / "cache")
+    before = layout.state_file("acme/tool").read_bytes()
+    commit(source, {"sample/later.py": "LATER = 1\n"}, message="later")
+    shutil.rmtree(layout.index_dir("acme/tool"))
+    layout.index_dir("acme/tool").write_text("not a directory\n")
+    failed, other = mirror.sync_each()
+    assert isinstance(failed, SyncError)
+    assert str(failed).startswith("acme/tool: analysing ")
+    assert isinstance(other, SyncResult)
+    assert layout.state_file("acme/tool").read_bytes() == before
 
 
 def test_add_appends_to_the_config_and_refuses_duplicates(tmp_path: Path) -> None:
