@@ -13,7 +13,7 @@ from spdx_tools.spdx.validation.document_validator import validate_full_spdx_doc
 
 from tests.support.cache import MirroredCache
 from tests.support.gitrepos import commit
-from tests.worker.docs.conftest import REPO
+from tests.worker.docs.conftest import REPO, SHOP_FILES
 from worker.docs.api_index import render_api_index
 from worker.docs.architecture import render_architecture
 from worker.docs.churn_report import render_churn_report
@@ -22,14 +22,14 @@ from worker.docs.repo_map import render_repo_map
 from worker.docs.source import DocSource
 
 
-def source_of(cache: MirroredCache) -> DocSource:
-    state = cache.mirror.layout.read_state(REPO)
+def source_of(cache: MirroredCache, repo: str = REPO) -> DocSource:
+    state = cache.mirror.layout.read_state(repo)
     assert state is not None
     return DocSource(
         cache_dir=cache.root,
-        name=REPO,
+        name=repo,
         url=state.url,
-        repo=pygit2.Repository(str(cache.mirror.layout.repo_dir(REPO))),
+        repo=pygit2.Repository(str(cache.mirror.layout.repo_dir(repo))),
         commit=state.head,
         config=cache.config,
     )
@@ -42,6 +42,13 @@ def test_the_map_lists_files_with_their_entities(shop: tuple[Path, MirroredCache
     assert "| `shop` | 4 | 1 | 5 |" in text
     assert "- `class Order` (L6) — A customer order." in text
     assert "- `def total(self, discount: float = 0.0) -> float` (L12)" in text
+
+
+def test_the_map_counts_the_lines_git_counts(shop: tuple[Path, MirroredCache]) -> None:
+    """A file ending in a line break has as many lines as line breaks; none is added after."""
+    text = render_repo_map(source_of(shop[1]))
+    lines = SHOP_FILES["shop/prices.py"].count("\n")
+    assert f"- `shop/prices.py` (python, {lines} lines" in text
 
 
 def test_the_api_index_lists_public_entities_only(shop: tuple[Path, MirroredCache]) -> None:

@@ -156,8 +156,9 @@ class SegmentBuilder:
             chunked = time.perf_counter()
             chunks = chunk_batch(datas, grammars)
             self.phase_seconds["chunk"] += time.perf_counter() - chunked
-            for i, n in zip(blob_index, chunks.n_lines, strict=True):
-                self._blob_lines[i] = n
+            for i, n, data in zip(blob_index, chunks.n_lines, datas, strict=True):
+                # A final line break ends the last line; it does not start another.
+                self._blob_lines[i] = n - data.endswith(b"\n")
             tokenised = time.perf_counter()
             self._add_chunks(chunks, np.asarray(blob_index, dtype=np.int32))
             trigrams = time.perf_counter()

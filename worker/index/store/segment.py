@@ -1,7 +1,8 @@
 """A segment on disk: the analysed blobs of a set, as Arrow IPC files a reader memory-maps.
 
     <segment dir>/segment.json   {"format_version", "id", "components": {name: file}, counts}
-    blobs.arrow     oid (binary 20), indexed, language, n_lines, size, chunk_start, chunk_count,
+    blobs.arrow     oid (binary 20), indexed, language, n_lines (as `wc -l`, plus a last line
+                    without a line break), size, chunk_start, chunk_count,
                     entity_start, entity_count, reference_start, reference_count
     chunks.arrow    blob, start_line, end_line (1-based, inclusive), len_body, len_sym, symbol, kind
     terms.arrow     term (sorted by UTF-8 bytes), start, count   -> a slice of postings
@@ -43,11 +44,12 @@ import pyarrow as pa
 
 from worker.index.analysis.segment_builder import SegmentTables
 
-FORMAT_VERSION: Final = 5
+FORMAT_VERSION: Final = 6
 """Bump on any change a reader of the old format would misread, or that changes what the
 analysis of a blob yields (2: definitions end on their own last line, postings grouped by
 term id; 3: each term's postings in chunk order, laid out by the one-pass sort; 4: the
-trigram components; 5: entities and references); readers rebuild on mismatch, so old and
+trigram components; 5: entities and references; 6: n_lines does not count the empty line
+after a final line break); readers rebuild on mismatch, so old and
 new segments never mix."""
 COMPONENTS: Final = (
     "blobs",

@@ -14,7 +14,7 @@ from contracts.graph import (
     GraphSearchRequest,
     GraphTraverseRequest,
 )
-from tests.support.graphs import GraphCache, build_graph_cache
+from tests.support.graphs import VIEWS_PY_2, GraphCache, build_graph_cache
 from tests.support.toolcalls import ToolCaller
 from tests.support.workers import WorkerProcess
 from worker.service.embedded_nats import EmbeddedNats
@@ -220,6 +220,16 @@ def test_retrieve_gives_code_context_and_metadata(served: ToolCaller) -> None:
     assert checkout.license == "MIT"
     assert checkout.swhid is not None
     assert "lines=8-" in checkout.swhid
+
+
+def test_a_file_spans_the_lines_git_counts(served: ToolCaller) -> None:
+    """A file entity ends on its last line: no line is counted after the final line break."""
+    answer = served.ask(GraphRetrieveRequest(repo=REPO, entity_ids=("shop/views.py",)))
+    (views,) = answer.entities
+    lines = VIEWS_PY_2.count("\n")  # the head's views.py, as `wc -l` counts it
+    assert views.line_range == (1, lines)
+    assert views.swhid is not None
+    assert views.swhid.endswith(f";lines=1-{lines}")
 
 
 def test_retrieve_at_a_pinned_revision(served: ToolCaller, graph_cache: GraphCache) -> None:
