@@ -66,6 +66,33 @@ def _tree(
     return builder.write()
 
 
+def _is_utf8(path: str) -> bool:
+    return not any("\udc80" <= char <= "\udcff" for char in path)
+
+
+def _raw_tree(
+    repo: pygit2.Repository, files: Mapping[str, Content | None], base: pygit2.Tree | None
+) -> pygit2.Oid:
+    """A tree of `files` over `base`, for paths that are not all UTF-8.
+
+    pygit2's TreeBuilder takes names as UTF-8 text; its index takes paths as file names, so
+    `os.fsdecode(raw)` commits the bytes `raw`.
+    """
+    index = pygit2.Index()
+    if base is not None:
+        index.read_tree(base)
+    for path, content in files.items():
+        if content is None:
+            index.remove(path)
+            continue
+        mode = pygit2.enums.FileMode.LINK if isinstance(content, Symlink) else None
+        data = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
+        index.add(
+            pygit2.IndexEntry(path, repo.create_blob(data), mode or pygit2.enums.FileMode.BLOB)
+        )
+    return index.write_tree(repo)
+
+
 def commit(
     repo: pygit2.Repository,
     files: Mapping[str, Content | None],
@@ -74,10 +101,14 @@ def commit(
     branch: str = "main",
     tick: int | None = None,
 ) -> str:
-    """Commit `files` (None removes a path) on top of `branch`; returns the commit id."""
+    """Commit `files` (None removes a path) on top of `branch`; returns the commit id.
+
+    A path that is not UTF-8 is given as `os.fsdecode` of its bytes.
+    """
     ref_name = f"refs/heads/{branch}"
     parent = repo.references[ref_name].peel(pygit2.Commit) if ref_name in repo.references else None
-    tree = _tree(repo, files, parent.tree if parent else None)
+    base = parent.tree if parent else None
+    tree = _tree(repo, files, base) if all(map(_is_utf8, files)) else _raw_tree(repo, files, base)
     when = signature(tick if tick is not None else _depth(parent))
     oid = repo.create_commit(ref_name, when, when, message, tree, [parent.id] if parent else [])
     return str(oid)

@@ -8,6 +8,7 @@ policy, two sharing a bare name, and one registered but never synced.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,6 +88,14 @@ BASE_FILES: dict[str, Content] = {
     "odd/new\nline.txt": "a name with a line break, as git allows\n",
 }
 
+NOT_UTF8_PATH = os.fsdecode(b"caf\xe9/men\xfc.c")
+"""A path in Latin-1, as older tools wrote them: requests and answers show it as NOT_UTF8_SHOWN."""
+NOT_UTF8_SHOWN = "caf\ufffd/men\ufffd.c"
+NAMES_FILES: dict[str, Content] = {
+    "LICENSE": MIT_LICENSE,
+    NOT_UTF8_PATH: "int caf(void) { return 1; }\n",
+}
+
 HISTORY: list[tuple[int, str, dict[str, Content | None]]] = [
     (10, "feat(parser): add a streaming parser", {
         "src/widgets/parser.py": "def parse():\n    pass\n"}),
@@ -130,5 +139,9 @@ def build_tool_cache(root: Path) -> ToolCache:
     for owner in ("acme", "other"):
         make_repo(sources / f"dup-{owner}", {"LICENSE": MIT_LICENSE, "d.py": "d = 1\n"})
         cache.add(f"{owner}/dup", sources / f"dup-{owner}")
+    names = init_repo(sources / "names")
+    commit(names, NAMES_FILES, message="initial import", tick=0)
+    commit(names, {NOT_UTF8_PATH: "int caf(void) { return 2; }\n"}, message="edit", tick=DAY)
+    cache.add("acme/names", sources / "names")
     cache.mirror.add("acme/pending", str(sources / "widgets"))
     return ToolCache(cache=cache, initial=commits[0], head=commits[-1], commits=tuple(commits))

@@ -44,6 +44,7 @@ from worker.repos.tree_paths import (
     MODE_TREE,
     TreeEntry,
     entry_kind,
+    entry_name,
     find_entry,
     resolve_link_target,
     split_repo_path,
@@ -230,9 +231,8 @@ def _walk(
     repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, *, recursive: bool
 ) -> Iterator[DirectoryEntry]:
     """Entries of `tree` in name order, depth first (a directory before its content)."""
-    for item in sorted(tree, key=lambda item: str(item.name)):
+    for name, item in sorted(((entry_name(item), item) for item in tree), key=lambda e: e[0]):
         mode = int(item.filemode)
-        name = str(item.name)
         path = f"{prefix}/{name}" if prefix else name
         kind = entry_kind(mode)
         size = int(repo.odb.read_header(item.id)[1]) if kind in ("file", "symlink") else 0

@@ -31,6 +31,7 @@ from worker.capabilities.tooling import pin, within_ceiling
 from worker.config import Config, ToolLimits
 from worker.errors import LimitExceeded, Timeout
 from worker.repos.catalog import RepoCatalog
+from worker.repos.tree_paths import path_text
 
 DAY: Final = 86_400
 WINDOW_UNITS: Final = {"d": 1, "w": 7, "m": 30, "y": 365}
@@ -77,7 +78,8 @@ def first_parent_diff(commit: pygit2.Commit) -> pygit2.Diff:
 
 
 def _delta_path(delta: pygit2.DiffDelta) -> str:
-    return str(delta.new_file.path if delta.status_char() != "D" else delta.old_file.path)
+    side = delta.new_file if delta.status_char() != "D" else delta.old_file
+    return path_text(side.raw_path)
 
 
 def _bounded(text: str, limit: int) -> tuple[str, bool]:

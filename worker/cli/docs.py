@@ -22,6 +22,7 @@ from contracts.docs import (
 )
 from contracts.subjects import Subject
 from worker.cli.exits import ExitCode
+from worker.cli.options import wire_text
 from worker.service.replies import join_batches
 
 
@@ -33,7 +34,7 @@ def add_docs_commands(commands: Any) -> None:
     docs_commands = docs.add_subparsers(dest="docs_command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--timeout", type=float, default=600.0)
-    common.add_argument("repo", metavar="OWNER/NAME")
+    common.add_argument("repo", metavar="OWNER/NAME", type=wire_text)
     regenerate = docs_commands.add_parser(
         "regenerate", parents=[common], help="ask the engine to bring documents up to date"
     )

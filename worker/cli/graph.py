@@ -26,6 +26,7 @@ from contracts.graph import (
 from contracts.registry import BATCHED, MESSAGES
 from contracts.subjects import Subject
 from worker.cli.exits import ExitCode
+from worker.cli.options import wire_text
 from worker.client import shown_path
 from worker.service.replies import answer_fields, join_batches
 
@@ -40,12 +41,14 @@ def add_graph_commands(commands: Any) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--out", help="write the output to this file instead of stdout")
     common.add_argument("--timeout", type=float, default=30.0)
-    common.add_argument("repo", metavar="OWNER/NAME")
+    common.add_argument("repo", metavar="OWNER/NAME", type=wire_text)
     pinned = argparse.ArgumentParser(add_help=False, parents=[common])
-    pinned.add_argument("--revision", help="commit sha, tag or branch (default: mirrored head)")
+    pinned.add_argument(
+        "--revision", type=wire_text, help="commit sha, tag or branch (default: mirrored head)"
+    )
 
     search = subcommands.add_parser("search", parents=[pinned], help="find entities")
-    search.add_argument("query")
+    search.add_argument("query", type=wire_text)
     search.add_argument("--type", action="append", dest="types", choices=ENTITY_TYPES)
     search.add_argument("--limit", type=int, default=10)
     search.add_argument("--no-bm25", action="store_true", help="names and paths only")
@@ -53,7 +56,7 @@ def add_graph_commands(commands: Any) -> None:
     search.add_argument("--no-require-license", action="store_true")
 
     traverse = subcommands.add_parser("traverse", parents=[pinned], help="walk from entities")
-    traverse.add_argument("start", nargs="+", metavar="ENTITY_ID")
+    traverse.add_argument("start", nargs="+", metavar="ENTITY_ID", type=wire_text)
     traverse.add_argument("--depth", type=int, default=1)
     traverse.add_argument("--relation", action="append", dest="relations", choices=RELATIONS)
     traverse.add_argument("--type", action="append", dest="types", choices=ENTITY_TYPES)
@@ -64,14 +67,14 @@ def add_graph_commands(commands: Any) -> None:
     traverse.add_argument("--max-nodes", type=int)
 
     retrieve = subcommands.add_parser("retrieve", parents=[pinned], help="read entities' code")
-    retrieve.add_argument("ids", nargs="+", metavar="ENTITY_ID")
+    retrieve.add_argument("ids", nargs="+", metavar="ENTITY_ID", type=wire_text)
     retrieve.add_argument("--context", type=int, default=0, help="lines before and after")
     retrieve.add_argument("--metadata", action="store_true")
     retrieve.add_argument("--no-require-license", action="store_true")
 
     diff = subcommands.add_parser("diff", parents=[common], help="what changed between revisions")
-    diff.add_argument("base", metavar="BASE")
-    diff.add_argument("head", metavar="HEAD")
+    diff.add_argument("base", metavar="BASE", type=wire_text)
+    diff.add_argument("head", metavar="HEAD", type=wire_text)
     diff.add_argument("--type", action="append", dest="types", choices=ENTITY_TYPES)
     diff.add_argument("--max-changes", type=int, default=500)
 

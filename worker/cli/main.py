@@ -26,7 +26,12 @@ from contracts.research import (
 from worker.cli.docs import add_docs_commands, run_docs_command
 from worker.cli.exits import ExitCode, for_error
 from worker.cli.graph import add_graph_commands
-from worker.cli.options import add_global_options, environment_help, resolve_global_options
+from worker.cli.options import (
+    add_global_options,
+    environment_help,
+    resolve_global_options,
+    wire_text,
+)
 from worker.cli.replay import add_replay_command, run_replay
 from worker.cli.tools import add_tool_commands, run_tool_command
 from worker.config import config_path, default_cache_dir, load_config
@@ -158,7 +163,7 @@ def _add_admin(commands: Any) -> None:
 
 def _add_ask(commands: Any) -> None:
     ask = commands.add_parser("ask", help="send a research request and print the artifacts")
-    ask.add_argument("query")
+    ask.add_argument("query", type=wire_text)
     ask.add_argument(
         "--repo", action="append", dest="repos", metavar="OWNER/NAME", help="repeatable"
     )

@@ -32,6 +32,17 @@ def nats_url(text: str) -> str:
     return text
 
 
+def wire_text(text: str) -> str:
+    """A command-line argument as the text a request carries: UTF-8, U+FFFD for a byte that
+    is not.
+
+    Python hands over argument bytes that are not UTF-8 as lone surrogates, which no request
+    can encode; the service shows such bytes of a git name as U+FFFD and finds the name again
+    by it, so a path pasted from `git ls-files -z` reads the same file.
+    """
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def log_level(text: str) -> str:
     """`text` in lower case, if it names a log level."""
     level = text.lower()

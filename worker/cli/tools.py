@@ -25,6 +25,7 @@ from contracts.registry import BATCHED, MESSAGES
 from contracts.repo import RepoStatusRequest, RepoStatusResponse
 from contracts.subjects import Subject
 from worker.cli.exits import ExitCode
+from worker.cli.options import wire_text
 from worker.client import shown_path
 from worker.service.replies import join_batches
 
@@ -36,14 +37,16 @@ def add_tool_commands(commands: Any) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--timeout", type=float, default=30.0)
     pinned = argparse.ArgumentParser(add_help=False, parents=[common])
-    pinned.add_argument("repo", metavar="OWNER/NAME")
-    pinned.add_argument("--revision", help="commit sha, tag or branch (default: mirrored head)")
+    pinned.add_argument("repo", metavar="OWNER/NAME", type=wire_text)
+    pinned.add_argument(
+        "--revision", type=wire_text, help="commit sha, tag or branch (default: mirrored head)"
+    )
 
     search = commands.add_parser("search", parents=[pinned], help="search code at a revision")
-    search.add_argument("query")
+    search.add_argument("query", type=wire_text)
     search.add_argument("--regex", "-E", action="store_true", help="QUERY is an RE2 pattern")
     search.add_argument("--ignore-case", "-i", action="store_true")
-    search.add_argument("--path", help="directory, file or glob (`src/**/*.py`)")
+    search.add_argument("--path", type=wire_text, help="directory, file or glob (`src/**/*.py`)")
     search.add_argument("--language")
     search.add_argument("--ext", action="append", dest="extensions", metavar=".EXT")
     search.add_argument("--max-results", type=int)
@@ -51,13 +54,13 @@ def add_tool_commands(commands: Any) -> None:
     search.add_argument("--no-require-license", action="store_true")
 
     read = commands.add_parser("read", parents=[pinned], help="read lines of a file")
-    read.add_argument("path")
+    read.add_argument("path", type=wire_text)
     read.add_argument("--start", type=int, help="first line (default 1)")
     read.add_argument("--end", type=int, help="last line, inclusive")
     read.add_argument("--no-require-license", action="store_true")
 
     listing = commands.add_parser("list", parents=[pinned], help="list a directory")
-    listing.add_argument("path", nargs="?", default="")
+    listing.add_argument("path", nargs="?", default="", type=wire_text)
     listing.add_argument("--recursive", "-r", action="store_true")
     listing.add_argument("--max-entries", type=int)
 
@@ -72,7 +75,7 @@ def add_tool_commands(commands: Any) -> None:
     churn.add_argument("--no-lines", action="store_true", help="count commits only (faster)")
 
     status = commands.add_parser("status", parents=[common], help="mirror state of a repository")
-    status.add_argument("repo", metavar="OWNER/NAME")
+    status.add_argument("repo", metavar="OWNER/NAME", type=wire_text)
     status.add_argument(
         "--doc-type",
         action="append",

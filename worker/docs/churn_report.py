@@ -29,6 +29,7 @@ from worker.docs.writing import Bounded, code, markdown_head
 from worker.index.analysis.definitions import definitions
 from worker.index.analysis.grammars import grammar_of
 from worker.repos.excerpts import is_binary
+from worker.repos.tree_paths import path_text
 
 TOP: Final = 15
 """Rows per table."""
@@ -71,7 +72,7 @@ def _walk(source: DocSource, since: int) -> _Walk:
             if status == "D":
                 continue
             old = str(delta.old_file.id) if status != "A" else None
-            walk.changes[str(delta.new_file.path)].append(
+            walk.changes[path_text(delta.new_file.raw_path)].append(
                 _Change(commit.commit_time, old, str(delta.new_file.id))
             )
     return walk

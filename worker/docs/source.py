@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ import pygit2
 from pygit2.enums import FileMode
 
 from worker.config import Config
+from worker.errors import InvalidRequest, NotFound
 from worker.index import IndexStore
 from worker.index.store.build import repo_index_dir
 from worker.index.store.graph_tables import read_graph
@@ -26,6 +28,7 @@ from worker.index.views.graph.model import CommitGraph
 from worker.licenses import LicenseInfo, LicenseResolver
 from worker.repos.excerpts import decode_text
 from worker.repos.layout import CacheLayout
+from worker.repos.tree_paths import find_entry, path_text
 
 BLOB_MODES: Final = frozenset({FileMode.BLOB, FileMode.BLOB_EXECUTABLE})
 BUILD_SECONDS: Final = 3600.0
@@ -45,7 +48,11 @@ def tree_files(repo: pygit2.Repository, commit: str) -> list[TreeFile]:
     """Every file of `commit`'s tree, in path order (git's index order)."""
     index = pygit2.Index()
     index.read_tree(repo[commit].peel(pygit2.Tree))
-    return [TreeFile(entry.path, str(entry.id), int(entry.mode)) for entry in index]
+    # pygit2 decodes index paths as file names (undecodable bytes as surrogates).
+    return [
+        TreeFile(path_text(os.fsencode(entry.path)), str(entry.id), int(entry.mode))
+        for entry in index
+    ]
 
 
 class DocSource:
@@ -109,12 +116,12 @@ class DocSource:
     def lines(self, path: str) -> tuple[str, ...] | None:
         """The lines of a text file of the commit (None for a binary or missing one)."""
         try:
-            entry = self.tree[path]
-        except KeyError:
+            entry = find_entry(self.tree, tuple(path.split("/")))
+        except (NotFound, InvalidRequest):
             return None
-        if entry.filemode not in BLOB_MODES:
+        if entry.mode not in BLOB_MODES:
             return None
-        decoded = decode_text(self.data(str(entry.id)))
+        decoded = decode_text(self.data(entry.id))
         return decoded.lines if decoded is not None else None
 
     def license_header(self) -> str:

@@ -43,6 +43,7 @@ from worker.licenses.identify import (
 )
 from worker.licenses.metadata import METADATA_FILE_NAMES, metadata_license
 from worker.licenses.statements import offers_choice, readme_offers_choice
+from worker.repos.tree_paths import entry_name, tree_child
 
 log = structlog.get_logger(__name__)
 
@@ -219,10 +220,7 @@ class LicenseResolver:
         with _GIT_READS:
             for name in directory.split("/"):
                 prefix = f"{prefix}/{name}" if prefix else name
-                try:
-                    child = tree[name]
-                except KeyError:
-                    child = None
+                child = tree_child(tree, name)
                 if not isinstance(child, pygit2.Tree):
                     raise NotFound(f"{prefix!r} is not a directory of the tree", path=prefix)
                 tree = child
@@ -273,9 +271,10 @@ class LicenseResolver:
         """(file name, expression) of the first metadata file in `tree` declaring a license."""
         with _GIT_READS:
             entries = {
-                entry.name: str(entry.id)
+                name: str(entry.id)
                 for entry in tree
-                if entry.name in METADATA_FILE_NAMES and entry.filemode in _BLOB_MODES
+                if (name := entry_name(entry)) in METADATA_FILE_NAMES
+                and entry.filemode in _BLOB_MODES
             }
         for name in METADATA_FILE_NAMES:
             if name not in entries:
@@ -294,10 +293,9 @@ class LicenseResolver:
         """The name of the README in `tree` that offers a choice of licenses, if one does."""
         with _GIT_READS:
             readmes = sorted(
-                (entry.name, str(entry.id))
+                (name, str(entry.id))
                 for entry in tree
-                if entry.name is not None
-                and entry.name.lower() in _README_NAMES
+                if (name := entry_name(entry)).lower() in _README_NAMES
                 and entry.filemode in _BLOB_MODES
             )
         for name, blob_id in readmes:
@@ -397,11 +395,9 @@ def _license_candidates(tree: pygit2.Tree) -> list[tuple[str, str]]:
     """(name, blob id) of the license files directly in `tree`, the first few by name."""
     with _GIT_READS:
         return sorted(
-            (entry.name, str(entry.id))
+            (name, str(entry.id))
             for entry in tree
-            if entry.name is not None
-            and entry.filemode in _BLOB_MODES
-            and is_license_file_name(entry.name)
+            if entry.filemode in _BLOB_MODES and is_license_file_name(name := entry_name(entry))
         )[:MAX_LICENSE_FILES_PER_DIRECTORY]
 
 

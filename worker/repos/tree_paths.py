@@ -7,7 +7,9 @@ path is never followed and nothing is ever joined onto a filesystem path.
 
 Git separates a path with `/` only and a tree entry's name may hold any other byte but
 NUL, so a backslash, a tab or a line break is an ordinary character of a name: every
-path a tree holds can be read (and listed and searched).
+path a tree holds can be read (and listed and searched). A name is bytes, not always UTF-8
+(Latin-1 from older tools); the wire carries text, so a byte that does not decode is shown
+as U+FFFD (`path_text`), and a path so shown is found again.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from worker.errors import InvalidRequest, NotFound
 MODE_TREE: Final = 0o040000
 MODE_LINK: Final = 0o120000
 MODE_COMMIT: Final = 0o160000
+REPLACEMENT: Final = "\ufffd"
+"""What a byte of a name that is not UTF-8 is shown as."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +38,16 @@ class TreeEntry:
     kind: str
     mode: int
     id: str
+
+
+def path_text(raw: bytes) -> str:
+    """A git name or path as text: UTF-8, with U+FFFD for each byte that does not decode."""
+    return raw.decode("utf-8", "replace")
+
+
+def entry_name(entry: pygit2.Object) -> str:
+    """The name of a tree entry as text (see `path_text`)."""
+    return path_text(entry.raw_name or b"")
 
 
 def entry_kind(mode: int) -> str:
@@ -87,14 +101,14 @@ def find_entry(tree: pygit2.Tree, segments: tuple[str, ...], *, field: str = "pa
     current = tree
     for depth, name in enumerate(segments):
         walked = "/".join(segments[:depth])
-        if name not in current:
+        entry = tree_child(current, name, field=field)
+        if entry is None:
             raise NotFound(
                 f"{field}: {path!r} does not exist at this revision",
                 field=field,
                 path=path,
                 missing=walked + ("/" if walked else "") + name,
             )
-        entry = current[name]
         mode = int(entry.filemode)
         if depth == len(segments) - 1:
             return TreeEntry(
@@ -112,6 +126,27 @@ def find_entry(tree: pygit2.Tree, segments: tuple[str, ...], *, field: str = "pa
         assert isinstance(entry, pygit2.Tree)
         current = entry
     raise AssertionError("unreachable")
+
+
+def tree_child(tree: pygit2.Tree, name: str, *, field: str = "path") -> pygit2.Object | None:
+    """The entry of `tree` named `name`, as stored or as `path_text` shows it, else None.
+
+    Names that differ only in bytes that are not UTF-8 show alike: naming one of them is
+    InvalidRequest, not a guess.
+    """
+    if name in tree:
+        return tree[name]
+    if REPLACEMENT not in name:
+        return None
+    shown = [entry for entry in tree if entry_name(entry) == name]
+    if len(shown) > 1:
+        raise InvalidRequest(
+            f"{field}: {name!r} names {len(shown)} entries whose names differ only in bytes "
+            "that are not UTF-8",
+            field=field,
+            reason="ambiguous name",
+        )
+    return shown[0] if shown else None
 
 
 def resolve_link_target(link_path: str, target: str) -> str | None:

@@ -23,7 +23,14 @@ from contracts.errors import ErrorCode, ErrorReply
 from contracts.git import GitChurnRequest, GitChurnResponse, GitHistoryRequest, GitHistoryResponse
 from contracts.repo import RepoStatusRequest, RepoStatusResponse
 from tests.support.toolcalls import ToolCaller
-from tests.support.tools import BASE_FILES, CORE_PY, MAX_BLOB_BYTES, ToolCache, build_tool_cache
+from tests.support.tools import (
+    BASE_FILES,
+    CORE_PY,
+    MAX_BLOB_BYTES,
+    NOT_UTF8_SHOWN,
+    ToolCache,
+    build_tool_cache,
+)
 from tests.support.workers import WorkerProcess
 from worker.service.embedded_nats import EmbeddedNats
 
@@ -410,6 +417,27 @@ def test_status_reports_the_mirror_state(served: ToolCaller, tool_cache: ToolCac
     assert answer.next_regeneration_in_seconds is None
     assert answer.synced_at is not None
     assert (answer.docs_out_of_date, answer.docs_commit) == (5, None)
+
+
+# names that are not UTF-8
+
+
+def test_a_name_that_is_not_utf8_is_shown_and_found_by_its_shown_text(served: ToolCaller) -> None:
+    """A Latin-1 path is listed, searched, read, in history and churn as U+FFFD text, and the
+    path an answer shows reads the file."""
+    repo = "acme/names"
+    listed: CodeListResponse = served.ask(CodeListRequest(repo=repo, recursive=True))
+    assert NOT_UTF8_SHOWN in {e.path for e in listed.entries}
+    found: CodeSearchResponse = served.ask(CodeSearchRequest(repo=repo, query="caf("))
+    assert [h.path for h in found.hits] == [NOT_UTF8_SHOWN]
+    read: CodeReadResponse = served.ask(CodeReadRequest(repo=repo, path=found.hits[0].path))
+    assert read.content == "int caf(void) { return 2; }"
+    history: GitHistoryResponse = served.ask(GitHistoryRequest(repo=repo))
+    assert history.commits[0].files_touched == (NOT_UTF8_SHOWN,)
+    churn: GitChurnResponse = served.ask(GitChurnRequest(repo=repo, time_window="1y"))
+    assert "caf\ufffd" in {m.path for m in churn.modules}
+    status: RepoStatusResponse = served.ask(RepoStatusRequest(repo=repo))
+    assert status.indexed
 
 
 # policy shared by every capability

@@ -4,13 +4,21 @@ documented."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from worker.cli.main import build_parser
-from worker.cli.options import GLOBAL_OPTIONS, environment_help, resolve_global_options
+from worker.cli.options import (
+    GLOBAL_OPTIONS,
+    environment_help,
+    resolve_global_options,
+    wire_text,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 URL = "nats://10.0.0.9:4333"
@@ -138,3 +146,11 @@ def test_every_environment_variable_is_documented() -> None:
     readme = (ROOT / "README.md").read_text()
     assert all(f"{name} " in environment_help() and name in help_text for name in read)
     assert all(f"`{name}`" in readme for name in read)
+
+
+@given(st.binary(max_size=16))
+def test_wire_text_is_utf8_and_keeps_what_was_utf8(raw: bytes) -> None:
+    """Any argument bytes become text a request encodes; bytes that were UTF-8 stay as they were."""
+    text = wire_text(os.fsdecode(raw))
+    assert text == raw.decode("utf-8", "replace")
+    text.encode("utf-8")

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.tools import ToolCache, build_tool_cache
+from tests.support.tools import NOT_UTF8_PATH, NOT_UTF8_SHOWN, ToolCache, build_tool_cache
 from tests.support.workers import PROJECT_ROOT, WorkerProcess
 from worker.service.embedded_nats import EmbeddedNats
 
@@ -87,6 +87,14 @@ def test_a_path_with_a_control_character_is_printed_quoted(nats_url: str) -> Non
     read = cli(nats_url, "read", REPO, "odd/new\nline.txt")
     assert read.stdout.startswith(f"# {REPO}:{shown} @ ")
     assert all(r.returncode == 0 for r in (listing, search, read))
+
+
+def test_a_path_argument_that_is_not_utf8_reads_the_file(nats_url: str) -> None:
+    """A path given as the Latin-1 bytes git stores reads the file an answer names in U+FFFD."""
+    read = cli(nats_url, "read", "acme/names", NOT_UTF8_PATH)
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.startswith(f"# acme/names:{NOT_UTF8_SHOWN} @ ")
+    assert "int caf(void) { return 2; }" in read.stdout
 
 
 def test_refusals_exit_non_zero_with_the_code(nats_url: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from pathlib import Path
 
@@ -11,8 +12,8 @@ import pytest
 from spdx_tools.spdx.parser.parse_anything import parse_file
 from spdx_tools.spdx.validation.document_validator import validate_full_spdx_document
 
-from tests.support.cache import MirroredCache
-from tests.support.gitrepos import commit
+from tests.support.cache import MirroredCache, SourceFactory
+from tests.support.gitrepos import MIT_LICENSE, commit
 from tests.worker.docs.conftest import REPO, SHOP_FILES
 from worker.docs.api_index import render_api_index
 from worker.docs.architecture import render_architecture
@@ -49,6 +50,18 @@ def test_the_map_counts_the_lines_git_counts(shop: tuple[Path, MirroredCache]) -
     text = render_repo_map(source_of(shop[1]))
     lines = SHOP_FILES["shop/prices.py"].count("\n")
     assert f"- `shop/prices.py` (python, {lines} lines" in text
+
+
+def test_the_map_shows_a_latin1_path_with_its_entities(
+    make_source: SourceFactory, cache: MirroredCache
+) -> None:
+    """A path that is not UTF-8 is named as its U+FFFD text, its definitions read from it."""
+    source, _ = make_source(
+        "latin", {"LICENSE": MIT_LICENSE, os.fsdecode(b"caf\xe9.py"): "def brew():\n    pass\n"}
+    )
+    cache.add("acme/latin", source)
+    text = render_repo_map(source_of(cache, "acme/latin"))
+    assert "- `caf\ufffd.py` (python, 2 lines)\n  - `def brew()` (L1)" in text
 
 
 def test_the_api_index_lists_public_entities_only(shop: tuple[Path, MirroredCache]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pygit2
@@ -11,7 +12,13 @@ from hypothesis import strategies as st
 
 from tests.support.gitrepos import Symlink, make_repo
 from worker.errors import InvalidRequest, NotFound
-from worker.repos.tree_paths import find_entry, resolve_link_target, split_repo_path
+from worker.repos.tree_paths import (
+    entry_name,
+    find_entry,
+    path_text,
+    resolve_link_target,
+    split_repo_path,
+)
 
 
 @pytest.fixture
@@ -77,6 +84,40 @@ def test_a_symlink_inside_a_path_is_never_followed(tree: pygit2.Tree) -> None:
     with pytest.raises(NotFound) as missing:
         find_entry(tree, ("src", "nope.py"))
     assert missing.value.details["missing"] == "src/nope.py"
+
+
+def test_a_name_that_is_not_utf8_is_found_by_the_text_it_is_shown_as(tmp_path: Path) -> None:
+    """Latin-1 bytes of a name show as U+FFFD, and the shown path finds the entry again."""
+    repo, head = make_repo(tmp_path / "repo", {os.fsdecode(b"dir\xff/caf\xe9.c"): "int x;\n"})
+    tree = repo[head].peel(pygit2.Commit).tree
+    (directory,) = list(tree)
+    assert entry_name(directory) == "dir\ufffd"
+    found = find_entry(tree, ("dir\ufffd", "caf\ufffd.c"))
+    assert (found.path, found.kind) == ("dir\ufffd/caf\ufffd.c", "file")
+    assert repo[found.id].data == b"int x;\n"
+    with pytest.raises(NotFound):
+        find_entry(tree, ("dir\ufffd", "caf\ufffd.h"))
+
+
+def test_names_that_show_alike_are_refused_not_guessed(tmp_path: Path) -> None:
+    """Two names differing only in bytes that are not UTF-8 are INVALID_REQUEST by that name."""
+    names = (b"caf\xe9.c", b"caf\xe8.c")
+    repo, head = make_repo(tmp_path / "repo", {os.fsdecode(n): n.decode("latin-1") for n in names})
+    tree = repo[head].peel(pygit2.Commit).tree
+    with pytest.raises(InvalidRequest) as error:
+        find_entry(tree, ("caf\ufffd.c",))
+    assert error.value.details == {"field": "path", "reason": "ambiguous name"}
+
+
+@given(st.binary(max_size=12))
+def test_shown_names_are_text_any_message_can_carry(raw: bytes) -> None:
+    """Whatever the bytes, the shown name encodes as UTF-8; UTF-8 names show unchanged."""
+    shown = path_text(raw)
+    shown.encode("utf-8")
+    try:
+        assert shown == raw.decode("utf-8")
+    except UnicodeDecodeError:
+        assert "\ufffd" in shown
 
 
 @pytest.mark.parametrize(

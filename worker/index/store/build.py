@@ -38,6 +38,7 @@ from worker.index.store.commit_view import (
     write_commit,
 )
 from worker.index.store.segment import Segment, UnknownFormat, segment_id, write_segment
+from worker.repos.tree_paths import entry_name
 
 log = structlog.get_logger(__name__)
 _OID_BYTES: Final = 20
@@ -68,7 +69,7 @@ def tree_blobs(repo: pygit2.Repository, commit: str) -> list[tuple[str, bytes]]:
         prefix, node = stack.pop()
         for entry in node:
             mode = entry.filemode
-            name = entry.name or ""
+            name = entry_name(entry)
             if mode == pygit2.enums.FileMode.TREE:
                 stack.append((prefix + name + "/", cast(pygit2.Tree, repo[entry.id])))
             elif mode in _FILE_MODES:

@@ -35,6 +35,7 @@ import pygit2
 from worker.index.analysis.tokens import text_terms
 from worker.index.store.segment import atomic_publish, column, read_table, write_table
 from worker.repos.layout import atomic_write_bytes
+from worker.repos.tree_paths import entry_name
 
 HISTORY_DIR: Final = "history"
 CURRENT: Final = "CURRENT"
@@ -69,9 +70,9 @@ def _changed_paths(
 
     Subtrees with the same id are skipped whole, which is what makes this cheaper than a diff.
     """
-    before = {entry.name: entry for entry in old} if old is not None else {}
+    before = {entry.raw_name: entry for entry in old} if old is not None else {}
     for entry in new:
-        was = before.pop(entry.name, None)
+        was = before.pop(entry.raw_name, None)
         if was is not None and was.id == entry.id:
             continue
         if entry.type_str == "tree":
@@ -79,18 +80,18 @@ def _changed_paths(
             subtree = repo[entry.id]
             assert isinstance(subtree, pygit2.Tree)
             assert previous is None or isinstance(previous, pygit2.Tree)
-            _changed_paths(repo, previous, subtree, f"{prefix}{entry.name}/", out)
+            _changed_paths(repo, previous, subtree, f"{prefix}{entry_name(entry)}/", out)
         else:
-            out.append(f"{prefix}{entry.name}")
+            out.append(f"{prefix}{entry_name(entry)}")
         if len(out) > MAX_TOUCHES:
             return
-    for name, was in before.items():
+    for was in before.values():
         if was.type_str == "tree":
             removed = repo[was.id]
             assert isinstance(removed, pygit2.Tree)
-            _changed_paths(repo, removed, (), f"{prefix}{name}/", out)
+            _changed_paths(repo, removed, (), f"{prefix}{entry_name(was)}/", out)
         else:
-            out.append(f"{prefix}{name}")
+            out.append(f"{prefix}{entry_name(was)}")
 
 
 def _record(repo: pygit2.Repository, commit: pygit2.Commit) -> CommitRecord:
