@@ -347,6 +347,14 @@ def check_research(request: RepoReaderRequest, config: Config) -> ResearchChecks
     )
     query = analyse_query(request.query)
     if not query.weights:
+        if any(char.isalnum() and not char.isascii() for char in request.query):
+            raise RequestTooBroad(
+                "the query has no informative term: research ranks by words of ASCII letters, "
+                "digits and underscores, and this query's words are in another script "
+                "(code.search finds any text)",
+                field="query",
+                reason="no ascii words",
+            )
         raise RequestTooBroad(
             "the query has no informative term (only stop words, single characters or symbols)",
             field="query",

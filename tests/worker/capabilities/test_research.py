@@ -289,6 +289,16 @@ def test_uninformative_queries_are_too_broad(sample: MirroredCache, query: str) 
         ask(research(sample), query)
 
 
+@pytest.mark.parametrize("query", ["漢字を返す関数", "функция возвращает", "日本 the"])
+def test_a_query_in_another_script_is_told_where_to_search(
+    sample: MirroredCache, query: str
+) -> None:
+    """Words outside ASCII are not research terms: the refusal says so and names code.search."""
+    with pytest.raises(RequestTooBroad, match=r"code\.search") as refused:
+        ask(research(sample), query)
+    assert refused.value.details == {"field": "query", "reason": "no ascii words"}
+
+
 def test_scope_errors(cache: MirroredCache, make_source: SourceFactory) -> None:
     """Unregistered, denied, ambiguous, unmirrored and too-many repositories fail explicitly."""
     source, _ = make_source("sample")
