@@ -9,6 +9,8 @@ since headers are shared.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Final
 
 from worker.errors import InvalidRequest
@@ -105,6 +107,13 @@ def extension_of(path: str) -> str:
     return name[dot:].lower() if 0 < dot < len(name) - 1 else ""
 
 
+def extensions_pattern(extensions: Iterable[str]) -> str:
+    """The RE2 pattern found in exactly the paths whose `extension_of` is one of `extensions`
+    (each with its dot)."""
+    alternatives = "|".join(sorted(re.escape(e.removeprefix(".").lower()) for e in extensions))
+    return rf"(?:^|/)[^/]+\.(?i:{alternatives})$"
+
+
 def language_of(path: str) -> str | None:
     """The language of a file, from its name or extension; None when unknown."""
     name = path.rpartition("/")[2]
@@ -133,3 +142,12 @@ class LanguageFilter:
 
     def __call__(self, path: str) -> bool:
         return extension_of(path) in self._extensions or path.rpartition("/")[2] in self._names
+
+    @property
+    def pattern(self) -> str:
+        """The RE2 pattern found in exactly the paths this filter selects."""
+        by_extension = extensions_pattern(self._extensions)
+        if not self._names:
+            return by_extension
+        names = "|".join(sorted(re.escape(name) for name in self._names))
+        return f"{by_extension}|(?:^|/)(?:{names})$"

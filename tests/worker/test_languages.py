@@ -5,12 +5,20 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 import pytest
+import re2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.errors import InvalidRequest
 from worker.index.analysis.grammars import PARSED_LANGUAGES, grammar_of
-from worker.languages import EXTENSIONS, FILE_NAMES, LanguageFilter, language_of
+from worker.languages import (
+    EXTENSIONS,
+    FILE_NAMES,
+    LanguageFilter,
+    extension_of,
+    extensions_pattern,
+    language_of,
+)
 
 
 def _by_pathlib(path: str) -> str | None:
@@ -51,6 +59,28 @@ def test_language_of_agrees_with_pathlib(components: list[str]) -> None:
     """For any git path, the same answer as PurePosixPath's name and suffix give."""
     path = "/".join(components)
     assert language_of(path) == _by_pathlib(path)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(names, st.sampled_from(["x.c++", "y.Cpp", "GNUmakefile", "Kbuild"])),
+        min_size=1,
+        max_size=4,
+    ),
+    st.sampled_from(["c", "cpp", "python", "makefile", "typescript"]),
+)
+def test_a_language_filter_pattern_selects_what_the_filter_does(
+    components: list[str], language: str
+) -> None:
+    """The RE2 pattern a search runs over all paths at once selects what the filter selects
+    one path at a time, and the extension pattern what `extension_of` says."""
+    path = "/".join(components)
+    wanted = LanguageFilter(language)
+    assert bool(re2.search(wanted.pattern, path)) == wanted(path)
+    extensions = EXTENSIONS[language]
+    by_extension = re2.search(extensions_pattern(extensions), path)
+    assert bool(by_extension) == (extension_of(path) in extensions)
 
 
 def test_one_name_per_language_on_the_wire() -> None:

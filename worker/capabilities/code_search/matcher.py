@@ -9,7 +9,7 @@ Matching is line by line (RE2's `never_nl`: no match spans a line break), as gre
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -108,12 +108,13 @@ def is_whole_word(data: bytes, start: int, end: int) -> bool:
     return not (data[end - 1] in _WORD and end < len(data) and data[end] in _WORD)
 
 
-def compile_path_filter(glob: str, *, field: str = "path") -> Callable[[str], bool]:
-    """Whether a path is selected by `glob`.
+def path_glob_pattern(glob: str, *, field: str = "path") -> str:
+    """The RE2 pattern found in exactly the paths `glob` selects.
 
     A glob without wildcards selects that file or everything under that directory. With
-    wildcards, `*` and `?` stay within a segment, `**` spans segments, `[...]` is a class;
-    a glob without `/` is matched against file names, any other against whole paths.
+    wildcards, `*` and `?` stay within a segment, `**` spans segments, `[...]` is a class and
+    `{a,b}` either alternative (braces without a comma are literal, as in a shell); a glob
+    without `/` is matched against file names, any other against whole paths.
     """
     if glob.startswith("/") or "\\" in glob or "\0" in glob:
         raise InvalidRequest(
@@ -122,50 +123,72 @@ def compile_path_filter(glob: str, *, field: str = "path") -> Callable[[str], bo
         )
     if any(segment in (".", "..") for segment in glob.split("/")):
         raise InvalidRequest(f"{field}: {glob!r} has a '.' or '..' segment", field=field)
-    if not any(ch in glob for ch in "*?["):
-        prefix = glob.rstrip("/")
-        return lambda path: path == prefix or path.startswith(prefix + "/")
+    names_only = "/" not in glob
+    translated, wild, _ = _translate(glob, 0, names_only=names_only, in_braces=False)
+    if not wild:
+        pattern = f"^{re.escape(glob.rstrip('/'))}(?:/|$)"
+    elif names_only:
+        pattern = f"(?:^|/)(?:{translated})$"
+    else:
+        pattern = f"^(?:{translated})$"
     options = re2.Options()
     options.log_errors = False
     try:
-        program = re2.compile(_glob_to_regex(glob), options)
+        re2.compile(pattern, options)
     except re2.error:
         raise InvalidRequest(f"{field}: {glob!r} is not a valid glob", field=field) from None
-    match = program.fullmatch
-    if "/" not in glob:
-        return lambda path: match(path.rsplit("/", 1)[-1]) is not None
-    return lambda path: match(path) is not None
+    return pattern
 
 
-def _glob_to_regex(glob: str) -> str:
+def _translate(glob: str, i: int, *, names_only: bool, in_braces: bool) -> tuple[str, bool, int]:
+    """The regex of `glob` from `i` up to its end, or (in braces) to a `,` or `}` of this
+    level; whether it holds a wildcard; where it stopped."""
     parts: list[str] = []
-    i = 0
+    wild = False
     while i < len(glob):
         char = glob[i]
+        if in_braces and char in ",}":
+            break
         if glob.startswith("**/", i):
             parts.append("(?:.*/)?")
-            i += 3
+            wild, i = True, i + 3
         elif glob.startswith("**", i):
-            parts.append(".*")
-            i += 2
+            parts.append("[^/]*" if names_only else ".*")
+            wild, i = True, i + 2
         elif char == "*":
             parts.append("[^/]*")
-            i += 1
+            wild, i = True, i + 1
         elif char == "?":
             parts.append("[^/]")
-            i += 1
-        elif char == "[":
-            end = glob.find("]", i + 2)
-            if end < 0:
-                parts.append(re.escape(char))
-                i += 1
-                continue
+            wild, i = True, i + 1
+        elif char == "[" and (end := glob.find("]", i + 2)) >= 0:
             body = glob[i + 1 : end]
             negate = body.startswith("!")
             body = re.sub(r"([\\\]\[^])", r"\\\1", body[1:] if negate else body)
             parts.append(f"[{'^' if negate else ''}{body}]")
-            i = end + 1
+            wild, i = True, end + 1
+        elif char == "{" and (group := _braces(glob, i, names_only=names_only)) is not None:
+            alternatives, inner_wild, i = group
+            parts.append(f"(?:{'|'.join(alternatives)})")
+            wild = wild or inner_wild or len(alternatives) > 1
         else:
             parts.append(re.escape(char))
             i += 1
-    return "".join(parts)
+    return "".join(parts), wild, i
+
+
+def _braces(glob: str, i: int, *, names_only: bool) -> tuple[list[str], bool, int] | None:
+    """The alternatives of the brace group at `i`, whether any is wild, and where the group
+    ends; None when the group never closes or has no comma (then `{` is literal)."""
+    alternatives: list[str] = []
+    wild = False
+    j = i + 1
+    while True:
+        part, part_wild, j = _translate(glob, j, names_only=names_only, in_braces=True)
+        if j >= len(glob):
+            return None
+        alternatives.append(part)
+        wild = wild or part_wild
+        if glob[j] == "}":
+            return (alternatives, wild, j + 1) if len(alternatives) > 1 else None
+        j += 1

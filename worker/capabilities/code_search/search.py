@@ -20,21 +20,22 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
 import pygit2
 
 from contracts.code import CodeSearchHit, CodeSearchRequest
 from worker.capabilities.code_search.matcher import (
     CompiledQuery,
     LineMatch,
-    compile_path_filter,
     compile_query,
     is_whole_word,
+    path_glob_pattern,
 )
 from worker.capabilities.tooling import Attribution, LicensedFiles, pin, within_ceiling
 from worker.config import Config, ToolLimits
@@ -42,8 +43,8 @@ from worker.errors import LimitExceeded, Timeout
 from worker.index import CommitIndex, IndexStore
 from worker.index.analysis.trigrams import DEFINITION_LINE
 from worker.index.views.queryplan import MATCH_ALL
-from worker.index.views.trigram import TrigramView
-from worker.languages import LanguageFilter, extension_of, language_of
+from worker.index.views.trigram import RowIndex, TrigramView
+from worker.languages import LanguageFilter, extensions_pattern, language_of
 from worker.licenses import LicenseCache
 from worker.repos.catalog import RepoCatalog, ResolvedRepo
 from worker.repos.excerpts import decode_text, is_binary
@@ -152,9 +153,7 @@ class CodeSearch:
         index = self.view(
             self.indexes.open(pinned.name, pinned.repo, pinned.commit, deadline=deadline)
         )
-        rows = index.candidates(compiled.plan)
-        if not wanted.everything:
-            rows = rows[[wanted(index.paths[int(r)]) for r in rows]] if len(rows) else rows
+        rows = wanted.select(index.path_column, index.candidates(compiled.plan))
         source = "scan" if compiled.plan == MATCH_ALL else _SOURCE_NAMES[index.source]
         scan = Scan(
             repo=pinned.repo,
@@ -286,7 +285,6 @@ class Scan:
                 Found(score=float(hit_score(quality, prior)), row=row, line=line, data=data)
             )
 
-
 def hit_score(quality: _Real, prior: _Real) -> npt.NDArray[np.float64]:
     """A hit's score from its match quality and its file's prior, rounded to 4 places.
 
@@ -326,34 +324,33 @@ def check_search(
 
 
 def _path_selector(request: CodeSearchRequest) -> _Selector:
-    return _Selector(
-        glob=compile_path_filter(request.path) if request.path is not None else None,
-        language=LanguageFilter(request.language) if request.language is not None else None,
-        extensions=(
-            frozenset(e.lower() for e in request.extensions)
-            if request.extensions is not None
-            else None
-        ),
-    )
+    patterns = []
+    if request.path is not None:
+        patterns.append(path_glob_pattern(request.path))
+    if request.language is not None:
+        patterns.append(LanguageFilter(request.language).pattern)
+    if request.extensions is not None:
+        patterns.append(extensions_pattern(request.extensions))
+    return _Selector(tuple(patterns))
 
 
 @dataclass(frozen=True, slots=True)
 class _Selector:
-    glob: Callable[[str], bool] | None
-    language: LanguageFilter | None
-    extensions: frozenset[str] | None
+    """The paths a request's `path`, `language` and `extensions` select: those in which every
+    pattern is found."""
 
-    @property
-    def everything(self) -> bool:
-        """No filter: every path is selected."""
-        return self.glob is None and self.language is None and self.extensions is None
+    patterns: tuple[str, ...]
 
-    def __call__(self, path: str) -> bool:
-        if self.extensions is not None and extension_of(path) not in self.extensions:
-            return False
-        if self.language is not None and not self.language(path):
-            return False
-        return self.glob is None or self.glob(path)
+    def select(self, paths: pa.ChunkedArray, rows: RowIndex) -> RowIndex:
+        """The `rows` whose path is selected, in order."""
+        if not self.patterns or not len(rows):
+            return rows
+        chosen = paths.take(pa.array(rows))
+        keep = pc.match_substring_regex(chosen, self.patterns[0])
+        for pattern in self.patterns[1:]:
+            keep = pc.and_(keep, pc.match_substring_regex(chosen, pattern))
+        selected: npt.NDArray[np.bool_] = keep.to_numpy()
+        return rows[selected]
 
 
 def _hit(

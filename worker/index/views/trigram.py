@@ -37,8 +37,8 @@ class TrigramView:
     def __init__(self, index: CommitIndex) -> None:
         self.commit = index.commit
         self.source = index.source
-        self._path_column = index.path_column
-        self.paths: tuple[str, ...] = tuple(self._path_column.to_pylist())
+        self.path_column = index.path_column
+        self.paths: tuple[str, ...] = tuple(self.path_column.to_pylist())
         self._oids = index.path_oids
         self._segments = index.segments
         segment_of_row = index.path_segment
@@ -58,7 +58,7 @@ class TrigramView:
 
     def priors(self, rows: RowIndex, needle: str | None) -> npt.NDArray[np.float64]:
         """`worker.index.views.priors.file_prior` of each row's path, for the query's needle."""
-        return file_priors(self._path_column.take(pa.array(rows)).combine_chunks(), needle)
+        return file_priors(self.path_column.take(pa.array(rows)).combine_chunks(), needle)
 
     def oid(self, row: int) -> bytes:
         """The raw blob id of a row."""

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
+import re2
 
 from worker.capabilities.code_search.matcher import (
-    compile_path_filter,
     compile_query,
     is_whole_word,
+    path_glob_pattern,
 )
 from worker.errors import InvalidRequest
 
@@ -101,18 +102,25 @@ def test_whole_words() -> None:
         ("**/test_*.py", ["test_a.py", "x/test_b.py"], ["x/b_test.py"]),
         ("[!a]*.c", ["b.c", "x/c.c"], ["a.c"]),
         ("file?.txt", ["file1.txt"], ["file10.txt", "file/.txt"]),
+        ("*.{c,h}", ["a.c", "x/y.h"], ["a.cc", "a.{c,h}", "c"]),
+        ("{src,lib}/**/*.py", ["src/a.py", "lib/b/c.py"], ["test/a.py", "srclib/a.py"]),
+        ("*.{py,{c,h}pp}", ["a.py", "b.cpp", "x/c.hpp"], ["a.pp", "a.c"]),
+        ("{{cookiecutter.slug}}/x.py", ["{{cookiecutter.slug}}/x.py"], ["cookiecutter.slug/x.py"]),
+        ("a{b", ["a{b", "a{b/c.py"], ["ab"]),
+        ("a**b", ["ab", "x/aXYb"], ["a/b", "a/x/b"]),
     ],
 )
 def test_path_globs(glob: str, selected: list[str], rejected: list[str]) -> None:
-    """Prefixes select subtrees; `*`, `?` stay in a segment; `**` spans segments."""
-    accept = compile_path_filter(glob)
-    assert all(accept(p) for p in selected)
-    assert not any(accept(p) for p in rejected)
+    """Prefixes select subtrees; `*`, `?` stay in a segment; `**` spans segments; braces with
+    a comma are alternatives, others literal."""
+    pattern = re2.compile(path_glob_pattern(glob))
+    assert [p for p in selected if not pattern.search(p)] == []
+    assert [p for p in rejected if pattern.search(p)] == []
 
 
 @pytest.mark.parametrize("glob", ["/etc/*", "../x", "a/../b", "a\\b", "./a"])
 def test_path_globs_stay_inside_the_repository(glob: str) -> None:
     """Absolute globs, dot segments and backslashes are INVALID_REQUEST naming `path`."""
     with pytest.raises(InvalidRequest) as error:
-        compile_path_filter(glob)
+        path_glob_pattern(glob)
     assert error.value.details["field"] == "path"
