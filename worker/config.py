@@ -60,6 +60,9 @@ class ToolLimits(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True
     search_max_context_chars: PositiveInt = 2000
     search_regex_max_mem_bytes: PositiveInt = 8 << 20
     """RE2's memory budget for one compiled pattern; a pattern needing more is refused."""
+    search_max_matches: PositiveInt = 10_000
+    """Matching lines a search counts before it stops (then not `exhaustive`): a pattern
+    found on every other line of a large tree would otherwise be verified to its end."""
     read_default_lines: PositiveInt = 200
     read_max_lines: PositiveInt = 2000
     read_max_chars: PositiveInt = 20000

@@ -54,6 +54,9 @@ QUALITY_WEIGHT: Final = 0.6
 PRIOR_WEIGHT: Final = 0.4
 WHOLE_WORD_QUALITY: Final = 0.8
 """The best line quality a file without a matching definition line can reach."""
+LINE_QUALITIES: Final = np.array([0.5, 0.5 + 0.2, 0.5 + 0.3, 0.5 + 0.3 + 0.2])
+"""A matching line's quality by 2 * (the match is a whole word) + (it is on a definition
+line): 0.5, plus 0.3 for a whole word, plus 0.2 on a definition line."""
 _Real = float | npt.NDArray[np.float64]
 
 
@@ -160,6 +163,7 @@ class CodeSearch:
             index=index,
             compiled=compiled,
             max_results=max_results,
+            max_matches=self.config.tools.search_max_matches,
             deadline=deadline,
             source=source,
         )
@@ -226,12 +230,14 @@ class Scan:
         index: TrigramView,
         compiled: CompiledQuery,
         max_results: int,
+        max_matches: int,
         deadline: float,
         source: str,
     ) -> None:
         self.repo = repo
         self.index = index
         self.compiled = compiled
+        self.max_matches = max_matches
         self.deadline = deadline
         self.source = source
         self.top = TopHits(max_results, index.paths)
@@ -261,8 +267,11 @@ class Scan:
                     files_left=len(rows) - position,
                 )
             worst = self.top.worst()
-            if worst is not None and (
-                bound < worst.score or (bound == worst.score and paths[row] > paths[worst.row])
+            if self.total >= self.max_matches or (
+                worst is not None
+                and (
+                    bound < worst.score or (bound == worst.score and paths[row] > paths[worst.row])
+                )
             ):
                 self.exhaustive = False
                 return
@@ -274,16 +283,13 @@ class Scan:
         if is_binary(data):
             return
         self.scanned += 1
+        scores = hit_score(LINE_QUALITIES, prior).tolist()
         for line in self.compiled.lines(data):
             self.total += 1
-            quality = 0.5
-            if is_whole_word(data, line.match_start, line.match_end):
-                quality += 0.3
-            if DEFINITION_LINE.match(data, line.line_start, line.line_end):
-                quality += 0.2
-            self.top.add(
-                Found(score=float(hit_score(quality, prior)), row=row, line=line, data=data)
-            )
+            whole = is_whole_word(data, line.match_start, line.match_end)
+            definition = DEFINITION_LINE.match(data, line.line_start, line.line_end) is not None
+            self.top.add(Found(score=scores[2 * whole + definition], row=row, line=line, data=data))
+
 
 def hit_score(quality: _Real, prior: _Real) -> npt.NDArray[np.float64]:
     """A hit's score from its match quality and its file's prior, rounded to 4 places.

@@ -108,13 +108,22 @@ def many_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[pygit2.Reposit
     return git, TrigramView(store.open("acme/many", git, head, deadline=time.monotonic() + 60))
 
 
-def scan(repo: pygit2.Repository, view: TrigramView, query: str, size: int, *, regex: bool) -> Scan:
+def scan(
+    repo: pygit2.Repository,
+    view: TrigramView,
+    query: str,
+    size: int,
+    *,
+    regex: bool,
+    max_matches: int = 1_000_000,
+) -> Scan:
     compiled = compile_query(query, regex=regex, ignore_case=False, max_mem=1 << 20)
     done = Scan(
         repo=repo,
         index=view,
         compiled=compiled,
         max_results=size,
+        max_matches=max_matches,
         deadline=time.monotonic() + 60,
         source="test",
     )
@@ -147,3 +156,17 @@ def test_stopping_early_returns_the_same_hits_as_verifying_every_file(
     if not early.exhaustive:
         assert early.scanned < full.scanned
         assert early.total < full.total
+
+
+def test_a_scan_stops_counting_after_its_match_budget(
+    many_files: tuple[pygit2.Repository, TrigramView],
+) -> None:
+    """Past `max_matches` matching lines no further file is verified: the count is then a
+    lower bound, and the answer says it is not exhaustive."""
+    repo, view = many_files
+    full = scan(repo, view, "x = ", 1000, regex=False)
+    capped = scan(repo, view, "x = ", 1000, regex=False, max_matches=full.total // 3)
+    assert full.exhaustive
+    assert not capped.exhaustive
+    assert full.total // 3 <= capped.total < full.total
+    assert capped.scanned < full.scanned
