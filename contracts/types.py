@@ -30,7 +30,10 @@ Revision = Annotated[
         pattern=r"^(?![-/])(?!.*\.\.)(?!.*//)[A-Za-z0-9_./+-]+$",
         min_length=1,
         max_length=250,
-        description="A commit sha (full or abbreviated), tag or branch name.",
+        description=(
+            "A commit sha (full or abbreviated), tag or branch name; HEAD is the mirrored "
+            "default branch head, as no revision is."
+        ),
     ),
 ]
 Sha = Annotated[str, Meta(pattern=r"^[0-9a-f]{40}$", description="A full git object id.")]

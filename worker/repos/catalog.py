@@ -154,11 +154,12 @@ class RepoCatalog:
         return repo
 
     def resolve(self, name: str, revision: str | None = None) -> ResolvedRepo:
-        """Pin `name` to a commit: `revision` (sha, tag or branch), else the mirrored default."""
+        """Pin `name` to a commit: `revision` (sha, tag or branch), else (or for `HEAD`) the
+        mirrored default branch head."""
         state = self.state(name)
         repo = self.open(name)
         licenses = self.identified_licenses(name, state)
-        if revision is None:
+        if revision is None or revision == "HEAD":
             return ResolvedRepo(
                 name=name,
                 repo=repo,

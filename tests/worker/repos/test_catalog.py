@@ -54,3 +54,17 @@ def test_each_thread_gets_its_own_handle(cache: MirroredCache, make_source: Sour
     thread.join()
     assert catalog.open("acme/sample") is catalog.open("acme/sample")
     assert handles[0] is not catalog.open("acme/sample")
+
+
+def test_head_pins_the_mirrored_default_head(
+    cache: MirroredCache, make_source: SourceFactory
+) -> None:
+    """`HEAD` resolves as no revision does: to the head the mirror published, even when the
+    branch has moved in the bare repository since."""
+    source, published = make_source("sample")
+    cache.add("acme/sample", source)
+    catalog = RepoCatalog(cache.config, cache.mirror.layout)
+    moved = commit(catalog.open("acme/sample"), {"later.txt": "later\n"})
+    head = catalog.resolve("acme/sample", "HEAD")
+    assert (head.commit, head.ref) == (published, "refs/heads/main")
+    assert catalog.resolve("acme/sample", "main").commit == moved
