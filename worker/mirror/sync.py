@@ -252,9 +252,10 @@ class Mirror:
                 # A defect met on content no test foresaw: it must cost this repository its
                 # sync (the previous one stays published), not the syncs of the others.
                 log.exception("mirror.analysis_failed", repo=entry.name, commit=head)
+                kept = "; the previous sync stays published" if previous is not None else ""
                 raise SyncError(
-                    f"{entry.name}: analysing {head[:12]} failed "
-                    f"({type(exc).__name__}: {exc}); the previous sync stays published"
+                    f"{entry.name}: analysing {head[:12]} failed ({type(exc).__name__}: {exc})"
+                    + kept
                 ) from exc
             self.layout.write_state(
                 MirrorState(

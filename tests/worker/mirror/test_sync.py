@@ -188,11 +188,18 @@ def test_an_error_while_analysing_fails_that_sync_alone(tmp_path: Path) -> None:
     commit(source, {"sample/later.py": "LATER = 1\n"}, message="later")
     shutil.rmtree(layout.index_dir("acme/tool"))
     layout.index_dir("acme/tool").write_text("not a directory\n")
-    failed, other = mirror.sync_each()
+    mirror.add("acme/fresh", str(tmp_path / "other"))
+    layout.index_dir("acme/fresh").parent.mkdir(parents=True, exist_ok=True)
+    layout.index_dir("acme/fresh").write_text("not a directory\n")
+    failed, other, first = mirror.sync_each()
     assert isinstance(failed, SyncError)
     assert str(failed).startswith("acme/tool: analysing ")
+    assert str(failed).endswith("; the previous sync stays published")
     assert isinstance(other, SyncResult)
     assert layout.state_file("acme/tool").read_bytes() == before
+    assert isinstance(first, SyncError)
+    assert "previous" not in str(first)
+    assert layout.read_state("acme/fresh") is None
 
 
 def test_add_appends_to_the_config_and_refuses_duplicates(tmp_path: Path) -> None:
