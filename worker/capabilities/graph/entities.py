@@ -119,8 +119,9 @@ def metadata_of(pinned: PinnedGraph, node: int, text: FileText) -> EntityMetadat
 
 def signature_of(lines: Sequence[str], start: int, end: int) -> str:
     """A definition's head on one line (`def route(self, rule: str, **options)`), without the
-    `:` or `{` that opens its body; lines are 1-based and inclusive."""
-    flat = " ".join(_header(list(lines[start - 1 : end])).split())
+    `:` or `{` that opens its body; lines are 1-based and inclusive. A byte order mark
+    before the first line is no part of it."""
+    flat = " ".join(_header(list(lines[start - 1 : end])).split()).removeprefix("\ufeff")
     for opener in ("{", ":"):
         if flat.endswith(opener):
             flat = flat[:-1].rstrip()
