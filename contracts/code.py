@@ -25,7 +25,9 @@ PathGlob = Annotated[
         max_length=1000,
         description=(
             "A directory or file inside the tree (`src/app`), or a glob over paths: "
-            "`*` and `?` stay within one path segment, `**` spans segments (`src/**/*.py`)."
+            "`*` and `?` stay within one path segment, `**` spans segments (`src/**/*.py`), "
+            "`[...]` is a class and `{a,b}` either alternative (`*.{c,h}`). A glob without "
+            "`/` matches file names."
         ),
     ),
 ]
