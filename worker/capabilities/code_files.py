@@ -48,6 +48,7 @@ from worker.repos.tree_paths import (
     find_entry,
     resolve_link_target,
     split_repo_path,
+    stored_path,
 )
 
 
@@ -103,10 +104,15 @@ class CodeFiles:
             return _replace(base, **common, **_link(tree, entry, data))
         if is_binary(data):
             return _replace(base, **common, binary=True)
-        return _replace(base, **common, **self._excerpt(pinned, entry, data, wanted))
+        return _replace(base, **common, **self._excerpt(pinned, tree, entry, data, wanted))
 
     def _excerpt(
-        self, pinned: ResolvedRepo, entry: TreeEntry, data: bytes, wanted: _Range
+        self,
+        pinned: ResolvedRepo,
+        tree: pygit2.Tree,
+        entry: TreeEntry,
+        data: bytes,
+        wanted: _Range,
     ) -> dict[str, object]:
         text = decode_text(data)
         assert text is not None
@@ -147,7 +153,7 @@ class CodeFiles:
                 blob=entry.id,
                 origin=origin_url(pinned.state.url),
                 commit=pinned.commit,
-                path=entry.path,
+                path=stored_path(tree, entry.path),
                 start_line=wanted.start,
                 end_line=last,
             ),

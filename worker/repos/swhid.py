@@ -28,16 +28,21 @@ def origin_url(url: str) -> str:
 
 
 def content_swhid(
-    *, blob: str, origin: str, commit: str, path: str, start_line: int, end_line: int
+    *, blob: str, origin: str, commit: str, path: str | bytes, start_line: int, end_line: int
 ) -> str:
-    """The SWHID of lines `start_line`..`end_line` of `path` (blob `blob`) at `commit`."""
+    """The SWHID of lines `start_line`..`end_line` of `path` (blob `blob`) at `commit`.
+
+    `path` as the bytes git stores when they are not UTF-8 (`tree_paths.stored_path`): the
+    qualifier percent-encodes those bytes, not the text they are shown as.
+    """
+    rooted = b"/" + path if isinstance(path, bytes) else "/" + path
     lines = f"{start_line}" if start_line == end_line else f"{start_line}-{end_line}"
     return ";".join(
         (
             f"swh:1:cnt:{blob}",
             f"origin={_escape_qualifier(origin)}",
             f"anchor=swh:1:rev:{commit}",
-            f"path={urllib.parse.quote('/' + path, safe=_SAFE_PATH)}",
+            f"path={urllib.parse.quote(rooted, safe=_SAFE_PATH)}",
             f"lines={lines}",
         )
     )

@@ -149,6 +149,25 @@ def tree_child(tree: pygit2.Tree, name: str, *, field: str = "path") -> pygit2.O
     return shown[0] if shown else None
 
 
+def stored_path(tree: pygit2.Tree, path: str) -> bytes:
+    """The bytes git stores for the path `path_text` shows as `path` (its UTF-8 unless a name
+    of it shows U+FFFD); its UTF-8 as well when no single entry is shown so."""
+    if REPLACEMENT not in path:
+        return path.encode()
+    names: list[bytes] = []
+    current: pygit2.Object = tree
+    try:
+        for name in path.split("/"):
+            entry = tree_child(current, name) if isinstance(current, pygit2.Tree) else None
+            if entry is None:
+                return path.encode()
+            names.append(entry.raw_name or b"")
+            current = entry
+    except InvalidRequest:  # names that show alike: none of them is the one shown
+        return path.encode()
+    return b"/".join(names)
+
+
 def resolve_link_target(link_path: str, target: str) -> str | None:
     """The in-tree path a symlink at `link_path` points to, or None when it leaves the tree.
 

@@ -21,7 +21,9 @@ from contracts.code import (
 )
 from contracts.errors import ErrorCode, ErrorReply
 from contracts.git import GitChurnRequest, GitChurnResponse, GitHistoryRequest, GitHistoryResponse
+from contracts.graph import GraphRetrieveRequest, GraphRetrieveResponse
 from contracts.repo import RepoStatusRequest, RepoStatusResponse
+from contracts.research import RepoConstraints, RepoReaderRequest, RepoReaderResponse
 from tests.support.toolcalls import ToolCaller
 from tests.support.tools import (
     BASE_FILES,
@@ -432,6 +434,19 @@ def test_a_name_that_is_not_utf8_is_shown_and_found_by_its_shown_text(served: To
     assert [h.path for h in found.hits] == [NOT_UTF8_SHOWN]
     read: CodeReadResponse = served.ask(CodeReadRequest(repo=repo, path=found.hits[0].path))
     assert read.content == "int caf(void) { return 2; }"
+    assert read.swhid is not None
+    assert ";path=/caf%E9/men%FC.c;" in read.swhid  # the bytes git stores, not U+FFFD
+    research: RepoReaderResponse = served.ask(
+        RepoReaderRequest(query="caf", repo_constraints=RepoConstraints(allowlist=(repo,)))
+    )
+    assert [(a.path, ";path=/caf%E9/men%FC.c;" in a.swhid) for a in research.artifacts] == [
+        (NOT_UTF8_SHOWN, True)
+    ]
+    entity: GraphRetrieveResponse = served.ask(
+        GraphRetrieveRequest(repo=repo, entity_ids=(f"{NOT_UTF8_SHOWN}:caf",))
+    )
+    assert entity.entities[0].swhid is not None
+    assert ";path=/caf%E9/men%FC.c;" in entity.entities[0].swhid
     history: GitHistoryResponse = served.ask(GitHistoryRequest(repo=repo))
     assert history.commits[0].files_touched == (NOT_UTF8_SHOWN,)
     churn: GitChurnResponse = served.ask(GitChurnRequest(repo=repo, time_window="1y"))

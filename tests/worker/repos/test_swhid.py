@@ -57,3 +57,18 @@ def test_the_reference_implementation_reads_back_what_was_written() -> None:
     assert parsed.lines == (2, 5)
     assert str(parsed.anchor) == f"swh:1:rev:{'b' * 40}"
     assert str(parsed) == swhid
+
+
+def test_a_path_that_is_not_utf8_is_cited_by_its_bytes() -> None:
+    """A path given as the bytes git stores is percent-encoded byte for byte, and the
+    reference implementation reads those bytes back."""
+    swhid = content_swhid(
+        blob="a" * 40,
+        origin="o",
+        commit="b" * 40,
+        path=b"caf\xe9/men\xfc.c",
+        start_line=1,
+        end_line=1,
+    )
+    assert ";path=/caf%E9/men%FC.c;" in swhid
+    assert QualifiedSWHID.from_string(swhid).path == b"/caf\xe9/men\xfc.c"

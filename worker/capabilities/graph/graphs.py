@@ -28,6 +28,7 @@ from worker.licenses import LicenseCache
 from worker.repos.catalog import ResolvedRepo
 from worker.repos.excerpts import decode_text
 from worker.repos.swhid import content_swhid, origin_url
+from worker.repos.tree_paths import REPLACEMENT, stored_path
 
 log = structlog.get_logger(__name__)
 
@@ -118,11 +119,16 @@ class PinnedGraph:
 
     def swhid(self, path: str, blob: str, lines: tuple[int, int]) -> str:
         """The SWHID of lines of a file of the commit."""
+        pinned = self.pinned
         return content_swhid(
             blob=blob,
-            origin=origin_url(self.pinned.state.url),
-            commit=self.pinned.commit,
-            path=path,
+            origin=origin_url(pinned.state.url),
+            commit=pinned.commit,
+            path=(
+                stored_path(pinned.repo[pinned.commit].peel(pygit2.Tree), path)
+                if REPLACEMENT in path
+                else path
+            ),
             start_line=lines[0],
             end_line=lines[1],
         )
