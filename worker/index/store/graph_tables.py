@@ -81,7 +81,7 @@ def read_graph(commit_dir: Path) -> CommitGraph | None:
     edges = read_table(commit_dir / "graph_edges.arrow")
     n_dirs = int(meta["n_dirs"])
     names: list[str] = nodes.column("name").to_pylist()
-    paths: list[str] = nodes.column("path").to_pylist()
+    paths = _decoded(nodes.column("path"))
     path_row = nodes.column("path_row").to_numpy()
     n_plain = n_dirs + int(meta["n_files"])
     return CommitGraph(
@@ -97,3 +97,17 @@ def read_graph(commit_dir: Path) -> CommitGraph | None:
             relation=edges.column("relation").to_numpy(),
         ),
     )
+
+
+def _decoded(column: pa.ChunkedArray) -> list[str]:
+    """A dictionary-encoded column of strings as a list that shares one str per distinct value.
+
+    Most nodes are entities whose path is their file's: a million paths of Linux's graph are
+    eighty thousand strings, and `to_pylist` would make a million.
+    """
+    encoded = column.combine_chunks()
+    if not isinstance(encoded, pa.DictionaryArray):
+        values: list[str] = encoded.to_pylist()
+        return values
+    distinct: list[str] = encoded.dictionary.to_pylist()
+    return [distinct[i] for i in encoded.indices.to_numpy(zero_copy_only=False).tolist()]
