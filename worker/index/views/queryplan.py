@@ -129,8 +129,9 @@ class _Sequence:
             elif least == 0:
                 self._flush()
             else:
-                # x+ and x{n,}: the run ends in x and the next run starts with x.
-                self._run += atom.text
+                # x+ and x{n,}: the run ends in x n times (three give every trigram more
+                # could), and the next run starts with x.
+                self._run += atom.text * min(least, 3)
                 self._flush()
                 self._run += atom.text
             return

@@ -72,6 +72,12 @@ def test_repetition_keeps_the_repeated_character_at_both_ends() -> None:
     assert plan_regex("ab+cd", ignore_case=False) == Literal(b"bcd")
 
 
+def test_a_counted_repetition_requires_its_least_count() -> None:
+    """`x{1000}` requires `xxx`, and `ab{3,}cd` both `abbb` and `bcd`: no scan of every file."""
+    assert plan_regex("x{1000}", ignore_case=False) == Literal(b"xxx")
+    assert plan_regex("ab{3,}cd", ignore_case=False) == AllOf((Literal(b"abbb"), Literal(b"bcd")))
+
+
 def test_patterns_needing_no_trigram_plan_a_scan() -> None:
     """A pattern with no certain three-byte literal requires nothing."""
     for pattern in ("(a+)+$", "\\w+", "foo|", "ab", ".*", "[a-z]{3}"):
@@ -99,6 +105,9 @@ def regex_strategy() -> st.SearchStrategy[str]:
     atoms = st.one_of(
         st.sampled_from(["a", "b", "A", "B", "_", "-", "\\."]),
         st.sampled_from([".", "\\w", "[aB]", "[Aa]", "[^a]", "\\b", "^", "$", "\\Qa.b\\E"]),
+        st.tuples(
+            st.sampled_from(["a", "b", "A", "_"]), st.sampled_from(["{2}", "{3}", "{3,}", "{2,4}"])
+        ).map("".join),
     )
 
     def extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
