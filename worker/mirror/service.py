@@ -253,6 +253,10 @@ async def _scheduled_syncs(
             except SyncError as exc:
                 # One unreachable upstream must not stop the schedule for the others.
                 log.error("mirror.scheduled_sync_failed", repo=entry.name, error=str(exc))
+            except Exception:
+                # Nor may a defect met on one repository's documents or cache: uncaught, it
+                # ended this task alone, and every repository silently stopped being synced.
+                log.exception("mirror.scheduled_sync_failed", repo=entry.name)
             if stop.is_set():
                 return
         heartbeat.idle_until(interval)

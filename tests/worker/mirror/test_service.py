@@ -133,3 +133,34 @@ def test_scheduled_syncs_follow_upstream(
     ]
     assert "mirror.synced" in events
     assert "worker.drained" in events
+
+
+def test_a_failure_on_one_repository_does_not_stop_the_schedule(
+    nats_server: EmbeddedNats, cache: MirroredCache, make_source: SourceFactory
+) -> None:
+    """Documents that cannot be written for one repository (its docs ref is blocked by a
+    file) are logged as that repository's failure; the others keep being synced."""
+    broken, _ = make_source("broken")
+    kept, _ = make_source("kept")
+    cache.add("acme/broken", broken)
+    cache.add("acme/kept", kept)
+    cache.set_config('[docs]\nscheduled = ["repo_map"]\n')
+    (CacheLayout(cache.root).repo_dir("acme/broken") / "refs" / "repo-reader").write_text("x\n")
+    process = MirrorProcess(cache.root, nats_server.url, interval=0.5)
+    try:
+        newer = commit(pygit2.Repository(str(kept)), {"sample/later.py": "x = 1\n"})
+        deadline = time.monotonic() + 30
+        while (state := CacheLayout(cache.root).read_state("acme/kept")) is None or (
+            state.head != newer
+        ):
+            assert time.monotonic() < deadline, process.log.read_text()
+            time.sleep(0.2)
+    finally:
+        assert process.stop() == 0
+    failures = [
+        json.loads(line)
+        for line in process.log.read_text().splitlines()
+        if line.startswith("{") and '"mirror.scheduled_sync_failed"' in line
+    ]
+    assert failures
+    assert {f["repo"] for f in failures} == {"acme/broken"}
