@@ -105,9 +105,6 @@ def _decoded(column: pa.ChunkedArray) -> list[str]:
     Most nodes are entities whose path is their file's: a million paths of Linux's graph are
     eighty thousand strings, and `to_pylist` would make a million.
     """
-    encoded = column.combine_chunks()
-    if not isinstance(encoded, pa.DictionaryArray):
-        values: list[str] = encoded.to_pylist()
-        return values
+    encoded = column.combine_chunks()  # `write_graph` dictionary-encodes the paths
     distinct: list[str] = encoded.dictionary.to_pylist()
     return [distinct[i] for i in encoded.indices.to_numpy(zero_copy_only=False).tolist()]
