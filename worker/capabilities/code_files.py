@@ -104,15 +104,10 @@ class CodeFiles:
             return _replace(base, **common, **_link(tree, entry, data))
         if is_binary(data):
             return _replace(base, **common, binary=True)
-        return _replace(base, **common, **self._excerpt(pinned, tree, entry, data, wanted))
+        return _replace(base, **common, **self._excerpt(pinned, entry, data, wanted))
 
     def _excerpt(
-        self,
-        pinned: ResolvedRepo,
-        tree: pygit2.Tree,
-        entry: TreeEntry,
-        data: bytes,
-        wanted: _Range,
+        self, pinned: ResolvedRepo, entry: TreeEntry, data: bytes, wanted: _Range
     ) -> dict[str, object]:
         text = decode_text(data)
         assert text is not None
@@ -153,7 +148,7 @@ class CodeFiles:
                 blob=entry.id,
                 origin=origin_url(pinned.state.url),
                 commit=pinned.commit,
-                path=stored_path(tree, entry.path),
+                path=stored_path(pinned.repo, pinned.commit, entry.path),
                 start_line=wanted.start,
                 end_line=last,
             ),

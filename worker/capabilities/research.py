@@ -49,7 +49,7 @@ from worker.repos.catalog import RepoCatalog
 from worker.repos.catalog import ResolvedRepo as PinnedRepo
 from worker.repos.excerpts import Excerpt, cut_excerpt, decode_text, merge_spans
 from worker.repos.swhid import content_swhid, origin_url
-from worker.repos.tree_paths import REPLACEMENT, stored_path
+from worker.repos.tree_paths import stored_path
 
 NO_LICENSE = "NOASSERTION"
 """The SPDX word for "no license could be determined", used only when none is required."""
@@ -309,11 +309,7 @@ def _artifact(candidate: _Candidate, excerpt: Excerpt, encoding: str) -> Researc
             blob=hit.blob,
             origin=origin_url(repo.state.url),
             commit=repo.commit,
-            path=(
-                stored_path(_tree(repo.repo, repo.commit), hit.path)
-                if REPLACEMENT in hit.path
-                else hit.path
-            ),
+            path=stored_path(repo.repo, repo.commit, hit.path),
             start_line=excerpt.start,
             end_line=excerpt.end,
         ),

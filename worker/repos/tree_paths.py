@@ -149,13 +149,13 @@ def tree_child(tree: pygit2.Tree, name: str, *, field: str = "path") -> pygit2.O
     return shown[0] if shown else None
 
 
-def stored_path(tree: pygit2.Tree, path: str) -> bytes:
-    """The bytes git stores for the path `path_text` shows as `path` (its UTF-8 unless a name
-    of it shows U+FFFD); its UTF-8 as well when no single entry is shown so."""
+def stored_path(repo: pygit2.Repository, commit: str, path: str) -> bytes:
+    """The bytes git stores at `commit` for the path `path_text` shows as `path` (its UTF-8
+    unless a name of it shows U+FFFD); its UTF-8 as well when no single entry is shown so."""
     if REPLACEMENT not in path:
         return path.encode()
     names: list[bytes] = []
-    current: pygit2.Object = tree
+    current: pygit2.Object = repo[commit].peel(pygit2.Tree)
     try:
         for name in path.split("/"):
             entry = tree_child(current, name) if isinstance(current, pygit2.Tree) else None

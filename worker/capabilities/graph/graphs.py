@@ -28,7 +28,7 @@ from worker.licenses import LicenseCache
 from worker.repos.catalog import ResolvedRepo
 from worker.repos.excerpts import decode_text
 from worker.repos.swhid import content_swhid, origin_url
-from worker.repos.tree_paths import REPLACEMENT, stored_path
+from worker.repos.tree_paths import stored_path
 
 log = structlog.get_logger(__name__)
 
@@ -124,11 +124,7 @@ class PinnedGraph:
             blob=blob,
             origin=origin_url(pinned.state.url),
             commit=pinned.commit,
-            path=(
-                stored_path(pinned.repo[pinned.commit].peel(pygit2.Tree), path)
-                if REPLACEMENT in path
-                else path
-            ),
+            path=stored_path(pinned.repo, pinned.commit, path),
             start_line=lines[0],
             end_line=lines[1],
         )
