@@ -70,6 +70,10 @@ _BUILD_NAMES: Final = frozenset(
 )  # fmt: skip
 
 
+_REQUIREMENTS: Final = re.compile(r"^requirements[-_.\w]*\.(txt|in)$")
+"""pip's requirement files as projects name them: requirements-dev.txt, requirements.in."""
+
+
 @dataclass(frozen=True, slots=True)
 class Classification:
     """What kind of change a commit is, and which rule said so."""
@@ -115,10 +119,10 @@ def _by_files(files: Sequence[str]) -> str | None:
 def _is_doc(path: str) -> bool:
     segments = path.split("/")
     name = segments[-1]
-    return (
-        bool(_DOC_DIRS.intersection(s.lower() for s in segments[:-1]))
-        or name.lower().endswith(_DOC_EXTENSIONS)
-        or bool(_DOC_NAMES.match(name))
+    return bool(_DOC_DIRS.intersection(s.lower() for s in segments[:-1])) or (
+        # CMakeLists.txt and requirements.txt end like notes but configure the build.
+        (name.lower().endswith(_DOC_EXTENSIONS) or bool(_DOC_NAMES.match(name)))
+        and not _is_build(path)
     )
 
 
@@ -135,4 +139,8 @@ def _is_ci(path: str) -> bool:
 
 def _is_build(path: str) -> bool:
     name = path.rsplit("/", 1)[-1].lower()
-    return name in _BUILD_NAMES or name.endswith((".cmake", ".mk", ".gradle"))
+    return (
+        name in _BUILD_NAMES
+        or name.endswith((".cmake", ".mk", ".gradle"))
+        or bool(_REQUIREMENTS.match(name))
+    )
