@@ -21,7 +21,12 @@ from typing import Final
 import structlog
 from nats.aio.client import Client as NATS
 from nats.js.api import KeyValueConfig
-from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import (
+    BucketNotFoundError,
+    KeyNotFoundError,
+    KeyWrongLastSequenceError,
+    ServiceUnavailableError,
+)
 from nats.js.kv import KeyValue
 
 from contracts.subjects import Subject
@@ -66,7 +71,16 @@ class RateLimiter:
         limits = {s: capabilities.get(s.capability).rate_per_minute for s in subjects}
         if not any(limits.values()):
             return cls(None, limits, clock=clock)
-        return cls(await open_bucket(nc), limits, clock=clock)
+        try:
+            bucket = await open_bucket(nc)
+        except ServiceUnavailableError:
+            limited = ", ".join(sorted(s.capability for s, n in limits.items() if n))
+            raise ConfigError(
+                f"the rate limits of {limited} are counted in JetStream, which this NATS "
+                "server does not run: start it with JetStream (`nats-server -js`), or set "
+                "their rate_per_minute to 0"
+            ) from None
+        return cls(bucket, limits, clock=clock)
 
     @property
     def limits(self) -> dict[Subject, int]:

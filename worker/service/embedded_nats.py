@@ -91,10 +91,17 @@ def _client_port(ports_dir: Path, pid: int) -> int | None:
 class EmbeddedNats:
     """Runs nats-server on 127.0.0.1 until closed; `url` is where to connect (once started)."""
 
-    def __init__(self, *, max_payload: int | None = None, config_text: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        max_payload: int | None = None,
+        config_text: str | None = None,
+        jetstream: bool = True,
+    ) -> None:
         self.port = 0
         """The client port, once started."""
         self._max_payload = max_payload
+        self._jetstream = jetstream
         self._config_text = config_text
         self._dir: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
@@ -140,10 +147,9 @@ class EmbeddedNats:
             str(port),
             "--ports_file_dir",
             str(directory),
-            "-js",
-            "-sd",
-            str(directory / "js"),
         ]
+        if self._jetstream:
+            args += ["-js", "-sd", str(directory / "js")]
         lines = list(
             filter(
                 None,

@@ -10,7 +10,7 @@ from nats.js.errors import BucketNotFoundError
 
 from contracts.subjects import Subject
 from worker.config import parse_config
-from worker.errors import RateLimited
+from worker.errors import ConfigError, RateLimited
 from worker.service.admission import BUCKET, RateLimiter
 from worker.service.embedded_nats import EmbeddedNats
 
@@ -106,3 +106,20 @@ def test_without_budgets_the_bucket_is_never_touched(nats_server: EmbeddedNats) 
             await nc.close()
 
     asyncio.run(scenario())
+
+
+def test_budgets_without_jetstream_are_a_config_error() -> None:
+    """A budget on a server without JetStream stops the limiter with a ConfigError naming it."""
+
+    async def scenario(url: str) -> None:
+        nc = await nats.connect(url)
+        try:
+            with pytest.raises(ConfigError, match=r"code\.search, git\.history .*nats-server -js"):
+                await RateLimiter.connect(nc, CONFIG.capabilities, SUBJECTS)
+            limiter = await RateLimiter.connect(nc, parse_config("").capabilities, SUBJECTS)
+            await limiter(Subject.CODE_SEARCH)
+        finally:
+            await nc.close()
+
+    with EmbeddedNats(jetstream=False) as server:
+        asyncio.run(scenario(server.url))
