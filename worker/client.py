@@ -33,6 +33,7 @@ from contracts.research import ResearchArtifact
 from contracts.subjects import (
     HEADER_MSG_ID,
     HEADER_REPLY_TO,
+    MIRROR_SUBJECTS,
     Subject,
     durable_subject,
     inbox_prefix_for,
@@ -53,6 +54,7 @@ from worker.errors import (
 __all__ = [
     "NO_RESPONDERS_FIRST_BACKOFF",
     "NO_RESPONDERS_MAX_BACKOFF",
+    "NO_RESPONDERS_WAIT",
     "RepoReaderClient",
     "ResearchResult",
     "artifact_lines",
@@ -65,11 +67,17 @@ log = structlog.get_logger(__name__)
 NO_RESPONDERS_FIRST_BACKOFF: Final = 0.05
 """Seconds before asking again after the first "no responders"; it doubles each time..."""
 NO_RESPONDERS_MAX_BACKOFF: Final = 1.0
+"""... up to this, with jitter, so that clients waiting out a NATS restart do not ask in step."""
+NO_RESPONDERS_WAIT: Final = 30.0
+"""How long a call waits for a worker to serve its subject, if its timeout is longer.
+
+Workers and NATS restart within seconds; a long job's timeout (a docs regeneration's ten
+minutes) should not also be how long it takes to learn that nothing serves it.
+"""
 DURABLE_RESEND_SECONDS: Final = 10.0
 """A durable request with no word of an answer this long is sent again."""
 DURABLE_PUBLISH_TIMEOUT: Final = 2.0
 """How long one publish waits for the stream's acknowledgement before trying again."""
-"""... up to this, with jitter, so that clients waiting out a NATS restart do not ask in step."""
 
 _PERMISSION_VIOLATION = re.compile(
     r'permissions violation for publish to "(?P<subject>[^"]+)"', re.I
@@ -80,13 +88,20 @@ class RepoReaderClient(RepoReaderAPI):
     """Calls repo-reader capabilities over an existing NATS connection."""
 
     def __init__(
-        self, nc: NATS, *, json: bool = False, timeout: float = 30.0, attempts: int = 2
+        self,
+        nc: NATS,
+        *,
+        json: bool = False,
+        timeout: float = 30.0,
+        attempts: int = 2,
+        responder_wait: float = NO_RESPONDERS_WAIT,
     ) -> None:
         self._nc = nc
         self._refusals: dict[str, asyncio.Future[str]] = {}
         self._json = json
         self._timeout = timeout
         self._attempts = attempts
+        self._responder_wait = responder_wait
         self._owns_connection = False
 
     @classmethod
@@ -99,6 +114,7 @@ class RepoReaderClient(RepoReaderAPI):
         json: bool = False,
         timeout: float = 30.0,
         attempts: int = 2,
+        responder_wait: float = NO_RESPONDERS_WAIT,
         inbox_prefix: str | None = None,
         **nats_options: Any,
     ) -> Self:
@@ -127,7 +143,9 @@ class RepoReaderClient(RepoReaderAPI):
             inbox_prefix=inbox_prefix_for(user) if inbox_prefix is None else inbox_prefix,
             **nats_options,
         )
-        client = cls(nc, json=json, timeout=timeout, attempts=attempts)
+        client = cls(
+            nc, json=json, timeout=timeout, attempts=attempts, responder_wait=responder_wait
+        )
         client._owns_connection = True
         return client
 
@@ -278,8 +296,11 @@ class RepoReaderClient(RepoReaderAPI):
         timeout: float,
     ) -> list[ResponseT]:
         """One attempt of `timeout` seconds: the exchange, tried again with backoff for as long
-        as no worker serves the subject and the next try can start before the deadline."""
-        deadline = time.monotonic() + timeout
+        as no worker serves the subject and the next try can start before the deadline (and
+        within the client's `responder_wait`)."""
+        started = time.monotonic()
+        deadline = started + timeout
+        give_up = started + min(timeout, self._responder_wait)
         backoff = NO_RESPONDERS_FIRST_BACKOFF
         tries = 1
         while True:
@@ -289,7 +310,7 @@ class RepoReaderClient(RepoReaderAPI):
                 )
             except NoResponders as exc:
                 pause = backoff * random.uniform(0.5, 1.0)
-                if time.monotonic() + pause >= deadline:
+                if time.monotonic() + pause >= give_up:
                     exc.details["tries"] = tries
                     raise
             log.debug("client.no_responders", subject=subject.value, tries=tries, pause=pause)
@@ -339,7 +360,12 @@ class RepoReaderClient(RepoReaderAPI):
                         batches_received=len(reader.batches),
                     ) from None
                 if message.headers and message.headers.get("Status") == "503":
-                    raise NoResponders(f"no worker serves {subject.value}", subject=subject.value)
+                    server = (
+                        "no mirror service (`repo-reader mirror serve`)"
+                        if subject in MIRROR_SUBJECTS
+                        else "no worker"
+                    )
+                    raise NoResponders(f"{server} serves {subject.value}", subject=subject.value)
                 if reader.take(message.data):
                     return reader.batches
         finally:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from nats.aio.msg import Msg
 
 from contracts import RepoReaderRequest
+from contracts.admin import SyncRequest, SyncResponse
 from contracts.subjects import Subject
 from tests.support.cache import MirroredCache, SourceFactory
 from tests.support.workers import WorkerProcess
@@ -52,6 +53,26 @@ def test_no_worker_is_no_responders_once_the_deadline_is_near(nats_server: Embed
             elapsed = time.monotonic() - started
         assert info.value.details["tries"] >= 4
         assert 3 - NO_RESPONDERS_MAX_BACKOFF <= elapsed < 5
+
+    asyncio.run(scenario())
+
+
+def test_no_worker_is_told_within_the_responder_wait_of_a_long_call(
+    nats_server: EmbeddedNats,
+) -> None:
+    """A call with a long timeout learns that nothing serves it after `responder_wait`."""
+
+    async def scenario() -> None:
+        async with await RepoReaderClient.connect(
+            nats_server.url, timeout=600, responder_wait=2
+        ) as client:
+            started = time.monotonic()
+            with pytest.raises(NoResponders, match="no worker serves"):
+                await client.research(RepoReaderRequest(query="router"))
+            elapsed = time.monotonic() - started
+            with pytest.raises(NoResponders, match=r"no mirror service .* serves"):
+                await client.call(Subject.ADMIN_SYNC, SyncRequest(), SyncResponse)
+        assert 2 - NO_RESPONDERS_MAX_BACKOFF <= elapsed < 60
 
     asyncio.run(scenario())
 

@@ -383,11 +383,15 @@ class MockRepoReader:
     ) -> WireReply:
         """Answer one message as a worker would: its reply headers and message bodies.
 
-        Raises NoResponders for an admin subject no answer was configured for (no worker
-        serves those), and MockConfigurationError for a configured answer of the wrong type.
+        Raises NoResponders for a mirror subject no answer was configured for (no mirror
+        service runs here), and MockConfigurationError for a configured answer of the wrong type.
         """
         if subject not in WORKER_SUBJECTS and subject not in self._answers:
-            raise NoResponders(f"no worker serves {subject.value}", subject=subject.value, tries=1)
+            raise NoResponders(
+                f"no mirror service (`repo-reader mirror serve`) serves {subject.value}",
+                subject=subject.value,
+                tries=1,
+            )
         given = dict(headers or {})
         request_id, bad_id = exchange.request_id_of(given.get(HEADER_REQUEST_ID))
         codec = self._codecs.for_message(given, data)
