@@ -124,13 +124,18 @@ def test_errors_map_to_the_seed_codes(
 
 
 def test_malformed_requests_are_http_400_and_huge_ones_413(gateway: httpx.Client) -> None:
-    """Not JSON is -32700, no JSON-RPC envelope -32600 (both 400); a body over the limit 413."""
+    """Not JSON is -32700, no JSON-RPC envelope -32600 (both 400, an invalid id answered as
+    null); a body over the limit 413."""
     garbled = gateway.post(
         "/v1/rpc", content=b"{not json", headers={"content-type": "application/json"}
     )
     assert (garbled.status_code, garbled.json()["error"]["code"]) == (400, -32700)
     bare = gateway.post("/v1/rpc", json={"method": "repo_status"})
     assert (bare.status_code, bare.json()["error"]["code"]) == (400, -32600)
+    for bad_id in ({"a": 1}, [1], True, 1.5):
+        odd = gateway.post("/v1/rpc", json={"jsonrpc": "2.0", "id": bad_id, "method": "x"})
+        assert (odd.status_code, odd.json()["error"]["code"]) == (400, -32600)
+        assert odd.json()["id"] is None
     huge = gateway.post("/v1/rpc", content=b" " * (MAX_BODY_BYTES + 1))
     assert huge.status_code == 413
     assert huge.headers[VERSION_HEADER] == API_VERSION
