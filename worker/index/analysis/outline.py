@@ -29,6 +29,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from worker.index.analysis.distinct import distinct
 from worker.index.analysis.lexers import c_lexemes, python_lexemes
 
 U8 = npt.NDArray[np.uint8]
@@ -516,7 +517,7 @@ def _def_bodies(batch: _Batch, lines: _CodeLines) -> Spans:
     defs = np.flatnonzero(_starts_with(a, lines.first, (b"def ", b"async def ")))
     after = np.empty(len(defs), dtype=np.int64)
     limit = lines.file_end[defs]
-    for k in np.unique(indent[defs]).tolist():
+    for k in distinct(indent[defs]).tolist():
         at = indent[defs] == k
         shallow = np.flatnonzero(indent <= k)
         j = np.searchsorted(shallow, defs[at], side="right")

@@ -25,6 +25,8 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from worker.index.analysis.distinct import distinct
+
 TRIGRAM_SPACE: Final = 1 << 24
 SMALL_PAIRS: Final = 1 << 20
 """Fewer (trigram, blob) pairs of text than this are sorted rather than counted per trigram."""
@@ -102,7 +104,7 @@ def trigrams_of(text: bytes) -> U32:
     if len(text) < 3:
         return np.empty(0, dtype=np.uint32)
     raw = np.frombuffer(text, dtype=np.uint8).astype(np.uint32)
-    return np.unique((raw[:-2] << 16) | (raw[1:-1] << 8) | raw[2:])
+    return distinct((raw[:-2] << np.uint32(16)) | (raw[1:-1] << np.uint32(8)) | raw[2:])
 
 
 def _tables(parts: list[tuple[U32, U32]], work: npt.NDArray[np.int32] | None) -> TrigramTables:
@@ -208,7 +210,7 @@ class TrigramCollector:
             return
         for data, blob in zip(raw, blobs, strict=True):
             lines = [trigrams_of(fold(line)) for line in definition_lines(data)]
-            found = np.unique(np.concatenate([np.empty(0, np.uint32), *lines]))
+            found = distinct(np.concatenate([np.empty(0, np.uint32), *lines]))
             self._definitions.append(
                 (found.astype(np.uint32), np.full(len(found), blob, dtype=np.uint32))
             )

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import Stemmer
 
+from worker.index.analysis.distinct import count_distinct
 from worker.index.analysis.postings import Block
 from worker.index.analysis.strings import binary_array, binary_parts, sort_binary
 from worker.index.analysis.tokens import (
@@ -427,17 +428,3 @@ def _word_bytes(data: bytes, word: Mask, n_word: int) -> U8:
         out[at : at + len(part)] = part
         at += len(part)
     return out
-
-
-def count_distinct(values: I64) -> tuple[I64, I64]:
-    """The distinct values, ascending, and how often each occurs.
-
-    `np.sort` is a vectorised sort for 64-bit integers; `np.unique` hashes here, which is
-    several times slower on millions of values.
-    """
-    ordered = np.sort(values)
-    if not len(ordered):
-        return ordered, np.zeros(0, dtype=np.int64)
-    first = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
-    bounds = np.concatenate([[0], first, [len(ordered)]])
-    return ordered[bounds[:-1]], np.diff(bounds)

@@ -18,6 +18,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from worker.index.analysis.distinct import distinct
 from worker.index.views.commit_chunks import CommitChunks
 from worker.index.views.linking import CommitLinks
 from worker.index.views.ranking import RankingParams
@@ -65,7 +66,7 @@ class ReportEvidence:
             chunks = self._at.defining_chunks(name)
             if not len(chunks):
                 continue
-            files = len(np.unique(self._at.chunk_gblob[chunks]))
+            files = len(distinct(self._at.chunk_gblob[chunks]))
             if files > params.max_defining_files:
                 continue
             # The geometric mean of the chunk's own score and the best one: a definition the

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from worker.index.analysis.distinct import distinct
 from worker.index.analysis.grammars import grammar_of
 from worker.index.store.segment import Segment
 from worker.index.views.graph.model import (
@@ -302,7 +303,7 @@ def build_graph(index: CommitIndex) -> GraphBuild:
             paths=paths,
         )
     )
-    edges = np.unique(np.concatenate(edge_parts))
+    edges = distinct(np.concatenate(edge_parts))
     graph = CommitGraph(
         ids=NodeIds(node_paths, n_dirs, data.entity_path, data.names),
         names=names,
