@@ -17,6 +17,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from worker.index.analysis.distinct import distinct
 from worker.index.analysis.grammars import grammar_of
@@ -134,9 +135,10 @@ class _Gathered:
         self.entity_top = parent < 0
         self.start_line = start_line
         self.end_line = end_line
-        self.names: list[str] = (
-            pa.concat_arrays(names).take(pa.array(back)).to_pylist() if names else []
+        self.name_array: pa.Array = (
+            pa.concat_arrays(names).take(pa.array(back)) if names else pa.array([], pa.string())
         )
+        self.names: list[str] = self.name_array.to_pylist()
         kind_list = pa.concat_arrays(kinds).take(pa.array(back)).to_pylist() if kinds else []
         self.types = np.asarray([entity_type(k) for k in kind_list], dtype=np.uint8)
 
@@ -182,7 +184,12 @@ class _Gathered:
         back = pa.array(np.argsort(position[:offset], kind="stable"))
         self.holder = holder
         self.relation = relation
-        self.target = _joined(columns["target"], back)
+        self.target_array = (
+            pa.concat_arrays(columns["target"]).take(back)
+            if columns["target"]
+            else pa.array([], pa.string())
+        )
+        self.target: list[str | None] = self.target_array.to_pylist()
         self.imported = _joined(columns["name"], back)
         self.alias = _joined(columns["alias"], back)
 
@@ -274,13 +281,11 @@ def build_graph(index: CommitIndex) -> GraphBuild:
     def file_of(node: int) -> int:
         return n_dirs + int(data.entity_path[node - first]) if node >= first else node
 
-    def global_definitions() -> dict[str, list[int]]:
-        found: dict[str, list[int]] = {}
+    def only_definitions() -> dict[str, int]:
         c_family = np.asarray([grammars[p] in ("c", "cpp") for p in paths] + [False], dtype=bool)
         mine = np.flatnonzero(data.entity_top & c_family[data.entity_path])
-        for e in mine.tolist():
-            found.setdefault(data.names[e], []).append(first + e)
-        return found
+        single, node = _only_of_name(data.name_array.take(pa.array(mine)), first + mine)
+        return dict(zip(single, node, strict=True))
 
     scopes = Scopes(
         types=type_list,
@@ -289,7 +294,7 @@ def build_graph(index: CommitIndex) -> GraphBuild:
         grammars=grammars,
         entities_of=entities_of,
         file_of=file_of,
-        global_definitions=global_definitions,
+        only_definitions=only_definitions,
     )
     edge_parts = [_contain_edges(parents)]
     edge_parts.append(
@@ -421,12 +426,10 @@ def _resolve_calls(
 ) -> I64:
     """Resolve calls into `found`; plain names called in C, for all at once: their keys."""
     calls = np.flatnonzero(data.relation == Relation.INVOKE)
-    call_targets = [data.target[r] or "" for r in calls.tolist()]
-    plain = np.fromiter(
-        (not ("." in t or ":" in t or "-" in t) for t in call_targets),
-        dtype=bool,
-        count=len(call_targets),
+    qualified = pc.match_substring_regex(
+        data.target_array.take(pa.array(calls)).fill_null(""), r"[.:-]"
     )
+    plain = ~qualified.to_numpy(zero_copy_only=False)
     vector = plain & is_c[data.reference_path[calls]]
     holders: list[int] = data.holder.tolist()
     callable_types = (EntityType.FUNCTION, EntityType.CLASS)
@@ -435,7 +438,7 @@ def _resolve_calls(
     meanings: dict[tuple[int, int, str], int | None] = {}
     for i in np.flatnonzero(~vector).tolist():
         r = int(calls[i])
-        target = call_targets[i]
+        target = data.target[r] or ""
         parts = _SEPARATORS.split(target)
         if "->" in target and parts[0] != "this":
             continue
@@ -453,37 +456,30 @@ def _resolve_calls(
         if callee is not None and types[callee] in callable_types:
             found.add(holder, callee, Relation.INVOKE)
     picked = np.flatnonzero(vector)
-    resolved = _c_calls(
-        data,
-        is_c,
-        data.reference_path[calls[picked]],
-        [call_targets[i] for i in picked.tolist()],
-    )
+    resolved = _c_calls(data, is_c, data.reference_path[calls[picked]], calls[picked])
     hit = resolved >= 0
     return _edge_keys(data.holder[calls[picked]][hit], resolved[hit], int(Relation.INVOKE))
 
 
-def _c_calls(data: _Gathered, is_c: npt.NDArray[np.bool_], path_rows: I64, names: list[str]) -> I64:
-    """The definition each plain C call names: in its own file, else the only one there is."""
-    codes: dict[str, int] = {}
-    call_code = np.fromiter(
-        (codes.setdefault(n, len(codes)) for n in names), dtype=np.int64, count=len(names)
-    )
+def _c_calls(data: _Gathered, is_c: npt.NDArray[np.bool_], path_rows: I64, call_rows: I64) -> I64:
+    """The definition each plain C call (reference rows) names: in its own file, else the
+    only one there is."""
+    encoded = data.target_array.take(pa.array(call_rows)).fill_null("").dictionary_encode()
+    call_code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     top = np.flatnonzero(data.entity_top & is_c[data.entity_path])
-    top_names = [data.names[e] for e in top.tolist()]
-    known = np.fromiter((codes.get(n, -1) for n in top_names), dtype=np.int64, count=len(top))
+    known_codes = pc.index_in(data.name_array.take(pa.array(top)), value_set=encoded.dictionary)
+    known = known_codes.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     defined = top[known >= 0]
     defined_code = known[known >= 0]
-    n_codes = max(len(codes), 1)
-    resolved = np.full(len(names), -1, dtype=np.int64)
+    n_codes = max(len(encoded.dictionary), 1)
     if not len(defined):
-        return resolved
+        return np.full(len(call_rows), -1, dtype=np.int64)
     # The only definition of a name anywhere.
     count = np.bincount(defined_code, minlength=n_codes)
     only = np.full(n_codes, -1, dtype=np.int64)
     single = count[defined_code] == 1
     only[defined_code[single]] = defined[single] + data.first_entity
-    resolved = only[call_code]
+    resolved: I64 = only[call_code]
     # A definition in the caller's own file comes first (the first of its name there).
     file_key = data.entity_path[defined] * n_codes + defined_code
     order = np.argsort(file_key, kind="stable")
@@ -493,6 +489,14 @@ def _c_calls(data: _Gathered, is_c: npt.NDArray[np.bool_], path_rows: I64, names
     same_file = sorted_key[at] == call_key
     resolved[same_file] = defined[order[at[same_file]]] + data.first_entity
     return resolved
+
+
+def _only_of_name(names: pa.Array, nodes: I64) -> tuple[list[str], list[int]]:
+    """The names that only one of `nodes` has, and that node."""
+    encoded = names.dictionary_encode()
+    code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    single = np.bincount(code, minlength=len(encoded.dictionary))[code] == 1
+    return encoded.dictionary.take(pa.array(code[single])).to_pylist(), nodes[single].tolist()
 
 
 _Resolved = tuple[int | None, str | None]

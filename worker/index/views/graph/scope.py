@@ -48,12 +48,12 @@ class Scopes:
         grammars: dict[str, str | None],
         entities_of: Callable[[int], Iterable[tuple[int, str, bool]]],
         file_of: Callable[[int], int],
-        global_definitions: Callable[[], dict[str, list[int]]],
+        only_definitions: Callable[[], dict[str, int]],
     ) -> None:
         self.types = types
         self._entities_of = entities_of
         self._file_of = file_of
-        self._global_definitions = global_definitions
+        self._only_definitions = only_definitions
         self._loaded: set[int] = set()
         self._class_members: dict[tuple[int, str], int | None] | None = None
         """What `Class.name` is, remembered once every base is known (`bases_known`)."""
@@ -68,7 +68,10 @@ class Scopes:
         self.bases: dict[tuple[int, str], list[int]] = defaultdict(list)
         self.children: dict[int, dict[str, int]] = defaultdict(dict)
         """A directory's files and subdirectories by name."""
-        self._global: dict[str, list[int]] | None = None
+        self._only: dict[str, int] | None = None
+        """C and C++ top-level names defined once in the commit, and that definition."""
+        self._by_suffix: dict[tuple[str, str], int | None] = {}
+        self._ending: dict[str, int | None] = {}
         self._python_modules: dict[str, list[int]] = defaultdict(list)
         for path, node in file_nodes.items():
             parent, _, name = path.rpartition("/")
@@ -175,16 +178,37 @@ class Scopes:
         return None
 
     def file_by_suffix(self, importer: str, path: str) -> int | None:
-        """A file named by a path relative to the importer, else the shortest one ending it."""
-        beside = posixpath.normpath(posixpath.join(posixpath.dirname(importer), path))
-        if beside in self.file_nodes:
-            return self.file_nodes[beside]
-        if path in self.file_nodes:
-            return self.file_nodes[path]
-        name = posixpath.basename(path)
+        """A file named by a path relative to the importer, else the shortest one ending it.
+
+        Remembered by (the importer's directory, path): the files of a directory include
+        the same headers, and a C tree includes each many times.
+        """
+        key = (importer.rpartition("/")[0], path)
+        if key in self._by_suffix:
+            return self._by_suffix[key]
+        beside = posixpath.normpath(posixpath.join(key[0], path))
+        found = self.file_nodes.get(beside)
+        if found is None:
+            found = self.file_nodes.get(path)
+        if found is None:
+            found = self._shortest_ending(path)
+        self._by_suffix[key] = found
+        return found
+
+    def _shortest_ending(self, path: str) -> int | None:
+        if path in self._ending:
+            return self._ending[path]
         suffix = "/" + path
-        found = [node for node in self._files_named(name) if self.files[node].path.endswith(suffix)]
-        return min(found, key=lambda n: (len(self.files[n].path), self.files[n].path), default=None)
+        found = [
+            node
+            for node in self._files_named(posixpath.basename(path))
+            if self.files[node].path.endswith(suffix)
+        ]
+        shortest = min(
+            found, key=lambda n: (len(self.files[n].path), self.files[n].path), default=None
+        )
+        self._ending[path] = shortest
+        return shortest
 
     def _files_named(self, name: str) -> list[int]:
         index = getattr(self, "_by_name", None)
@@ -314,11 +338,9 @@ class Scopes:
             sibling = self.children.get(package, {}).get(f"{name}.java")
             return None if sibling is None else self.scope(sibling).top.get(name)
         if scope.grammar in _C_FAMILY:
-            if self._global is None:
-                self._global = self._global_definitions()
-            defined = self._global.get(name, [])
-            if len(defined) == 1:
-                return defined[0]
+            if self._only is None:
+                self._only = self._only_definitions()
+            return self._only.get(name)
         return None
 
     def resolve_chain(
