@@ -27,6 +27,7 @@ from contracts.errors import ErrorCode
 from worker.client import RepoReaderClient
 from worker.errors import NoAnswer, NoResponders, RepoReaderFailure
 from worker.gateway.methods import METHODS, Method
+from worker.service.codec import invalid_request
 from worker.service.replies import join_batches
 
 log = structlog.get_logger(__name__)
@@ -154,10 +155,11 @@ class Gateway:
                 method.params(envelope.params or {}), type=method.request_type
             )
         except msgspec.ValidationError as exc:
+            refused = invalid_request(exc, method.request_type)
             raise _Failure(
                 INVALID_PARAMS,
-                f"Invalid params: {exc}",
-                {"code": ErrorCode.INVALID_REQUEST},
+                f"Invalid params: {refused.message}",
+                {"code": ErrorCode.INVALID_REQUEST, "details": refused.details},
                 200,
             ) from None
         try:

@@ -23,6 +23,7 @@ from contracts.registry import BATCHED, MESSAGES
 from contracts.subjects import Subject
 from worker.client import RepoReaderClient
 from worker.errors import RepoReaderFailure
+from worker.service.codec import invalid_request
 from worker.service.replies import answer_fields, join_batches
 from worker.service.server import NatsCredentials
 from worker.version import product_version
@@ -210,7 +211,8 @@ class Bridge:
         try:
             request = msgspec.convert(arguments, type=tool.request_type)
         except msgspec.ValidationError as exc:
-            return _error("INVALID_REQUEST", str(exc), {})
+            refused = invalid_request(exc, tool.request_type)
+            return _error("INVALID_REQUEST", refused.message, refused.details)
         try:
             client = await self.client()
             batches = await client.call(tool.subject, request, tool.response_type)

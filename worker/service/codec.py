@@ -22,6 +22,8 @@ from worker.errors import InvalidRequest, RepoReaderFailure
 
 _FIELD_PATH = re.compile(r" - at `(?P<path>\$[^`]*)`$")
 _UNKNOWN_FIELD = re.compile(r"^Object contains unknown field `(?P<field>[^`]*)`")
+_PATTERN_MISMATCH = re.compile(r"^Expected `str` matching regex (?P<pattern>'.*'|\".*\")$")
+"""msgspec's message for a string off its pattern, which it shows as Python's repr."""
 
 
 class Codec:
@@ -37,13 +39,14 @@ class Codec:
         self._encoder: msgspec.json.Encoder | msgspec.msgpack.Encoder = (
             msgspec.json.Encoder() if self._json else msgspec.msgpack.Encoder()
         )
+        self._types = dict(request_types)
 
     def decode(self, subject: Subject, data: bytes) -> Any:
         """The typed request in `data`, or InvalidRequest naming the offending field."""
         try:
             return self._decoders[subject].decode(data)
         except msgspec.ValidationError as exc:
-            raise _invalid(str(exc)) from None
+            raise invalid_request(exc, self._types[subject]) from None
         except msgspec.DecodeError as exc:
             kind = "JSON" if self._json else "MessagePack"
             raise InvalidRequest(
@@ -78,8 +81,42 @@ class Codecs:
         return self.json if media_type == CONTENT_TYPE_JSON else self.msgpack
 
 
-def _invalid(message: str) -> InvalidRequest:
-    """An InvalidRequest from a msgspec validation message, with the field's path in details."""
+def invalid_request(exc: msgspec.ValidationError, request_type: type[Any]) -> InvalidRequest:
+    """The refusal of a request of `request_type` that failed validation: the offending field
+    in details and, for a string off its pattern, what the field wants."""
+    described = _DESCRIBED.get(request_type)
+    if described is None:
+        described = _DESCRIBED[request_type] = _pattern_descriptions(request_type)
+    return _invalid(str(exc), described)
+
+
+_DESCRIBED: dict[type[Any], dict[str, tuple[str, str]]] = {}
+
+
+def _pattern_descriptions(request_type: type[Any]) -> dict[str, tuple[str, str]]:
+    """Each string pattern of the request type, keyed as msgspec shows it (its repr), with
+    what it means (the description in the type's schema)."""
+    _, components = msgspec.json.schema_components([request_type])
+    found: dict[str, tuple[str, str]] = {}
+    todo: list[Any] = [components]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            pattern, description = node.get("pattern"), node.get("description")
+            if isinstance(pattern, str) and isinstance(description, str):
+                found.setdefault(repr(pattern), (pattern, description))
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    return found
+
+
+def _invalid(message: str, described: Mapping[str, tuple[str, str]]) -> InvalidRequest:
+    """An InvalidRequest from a msgspec validation message, with the field's path in details.
+
+    A string that misses its pattern is told what the field wants (its description), not
+    only the regular expression it failed.
+    """
     details: dict[str, Any] = {}
     match = _FIELD_PATH.search(message)
     path = match.group("path") if match else "$"
@@ -88,6 +125,12 @@ def _invalid(message: str) -> InvalidRequest:
         path = f"{path}.{unknown.group('field')}"
     details["field"] = path.removeprefix("$.").removeprefix("$") or "$"
     text = message[: match.start()] if match else message
+    mismatch = _PATTERN_MISMATCH.match(text)
+    if mismatch and mismatch.group("pattern") in described:
+        pattern, description = described[mismatch.group("pattern")]
+        wanted = description.rstrip(".")
+        details["pattern"] = pattern
+        text = f"expected {wanted[:1].lower()}{wanted[1:]}"
     return InvalidRequest(f"{details['field']}: {text}", **details)
 
 

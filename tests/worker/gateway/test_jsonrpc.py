@@ -123,6 +123,14 @@ def test_errors_map_to_the_seed_codes(
     assert error["data"]["code"] == product
 
 
+def test_invalid_params_name_the_field_and_what_it_wants(gateway: httpx.Client) -> None:
+    """Params off a field's pattern are refused with the field and its description."""
+    error = rpc(gateway, "code_search", {"repo": "a=b", "query": "x"}).json()["error"]
+    assert error["code"] == -32602
+    assert error["data"]["details"]["field"] == "repo"
+    assert "repo: expected a repository as owner/name" in error["message"]
+
+
 def test_malformed_requests_are_http_400_and_huge_ones_413(gateway: httpx.Client) -> None:
     """Not JSON is -32700, no JSON-RPC envelope -32600 (both 400, an invalid id answered as
     null); a body over the limit 413."""

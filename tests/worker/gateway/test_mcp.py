@@ -93,6 +93,7 @@ def check(results: dict[str, Any]) -> None:
     assert bad.is_error
     assert bad.structured_content["error"]["code"] == "INVALID_REQUEST"
     assert "max_result" in bad.content[0].text
+    assert bad.structured_content["error"]["details"] == {"field": "max_result"}
 
 
 def test_an_agent_researches_and_reads_over_stdio(stack: tuple[str, Path]) -> None:

@@ -57,6 +57,18 @@ def test_invalid_request_names_the_field(document: bytes, field: str) -> None:
     assert info.value.message.startswith(field)
 
 
+def test_a_string_off_its_pattern_is_told_what_the_field_wants() -> None:
+    """A value off its pattern gets the field's description, and the pattern in details."""
+    document = b'{"query": "q", "repo_constraints": {"allowlist": ["fmtlib/fmt=6.0.0"]}}'
+    with pytest.raises(InvalidRequest) as info:
+        CODECS.json.decode(Subject.RESEARCH, document)
+    assert info.value.message == (
+        "repo_constraints.allowlist[0]: expected a repository as owner/name, "
+        "or a bare name when that is unambiguous"
+    )
+    assert info.value.details["pattern"].startswith("^")
+
+
 def test_malformed_bytes_are_invalid_requests() -> None:
     """Bytes that are not JSON / MessagePack at all are INVALID_REQUEST, not a crash."""
     with pytest.raises(InvalidRequest, match="not valid JSON"):
