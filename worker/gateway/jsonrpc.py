@@ -117,7 +117,7 @@ class Gateway:
 
     async def _one(self, call: Any) -> tuple[int, dict[str, Any] | None]:
         call_id = call.get("id") if isinstance(call, dict) else None
-        if not isinstance(call_id, str | int | None) or isinstance(call_id, bool | float):
+        if isinstance(call_id, bool) or not isinstance(call_id, str | int | None):
             call_id = None  # an id that is no id is answered with null, as JSON-RPC 2.0 says
         try:
             envelope = msgspec.convert(call, type=_Envelope)
