@@ -87,6 +87,10 @@ GRAPH_FILES: dict[str, Content] = {
         "import { helper } from './util';\n\nexport function main() {\n  return helper(1);\n}\n"
     ),
     "web/util.js": "export function helper(x) {\n  return x;\n}\n",
+    "web/timer.ts": (
+        "export class Timer {\n  #count = 0;\n\n  #delay(): number {\n    return 1;\n  }\n\n"
+        "  wait(): number {\n    return this.#delay() + this.#count;\n  }\n}\n"
+    ),
     "go/srv/server.go": (
         "package srv\n\nfunc Serve() int {\n\treturn handle()\n}\n\n"
         "func handle() int {\n\treturn 1\n}\n"

@@ -1,6 +1,7 @@
 """The compiled loop that finds call sites in code (numba): a name, or a chain of them, and `(`.
 
-A chain is identifiers joined by `.`, `::` or `->` (`os.path.join`, `Vec::new`, `dev->ops`),
+A chain is identifiers joined by `.`, `::` or `->` (`os.path.join`, `Vec::new`, `dev->ops`,
+and JavaScript's `this.#private`),
 read outside comments and string literals (the spans the caller skips). For each chain that
 is followed by `(` the kernel reports where it is, a hash of its bytes and a hash of the word
 just before it: whether `word name(` is a call (`return f(`) or a declaration (`int f(`,
@@ -89,7 +90,9 @@ def call_sites(  # noqa: PLR0917, PLR0915 (numba compiles positional parameters 
             if _is_space(byte):
                 at += 1
                 continue
-            if not _starts_name(byte):
+            # `#name` is a JavaScript private member; in C a `#` starts a directive, skipped.
+            private = byte == 0x23 and at + 1 < end and _starts_name(text[at + 1])
+            if not (_starts_name(byte) or private):
                 if 0x30 <= byte <= 0x39:
                     while at < end and _in_name(text[at]):
                         at += 1
@@ -100,15 +103,26 @@ def call_sites(  # noqa: PLR0917, PLR0915 (numba compiles positional parameters 
                 at += 1
                 continue
             start = at
-            q = at
+            q = at + 1 if private else at
             while q < end and _in_name(text[q]):
                 q += 1
             while q < end:
                 c = text[q]
                 after = text[q + 1] if q + 1 < end else 0
                 width = 1 if c == 0x2E else 2 if (c, after) in ((0x3A, 0x3A), (0x2D, 0x3E)) else 0
-                if width == 0 or q + width >= end or not _starts_name(text[q + width]):
+                if width == 0 or q + width >= end:
                     break
+                if not _starts_name(text[q + width]):
+                    # A JavaScript private member (`this.#name`): `#` starts its name.
+                    private = (
+                        c == 0x2E
+                        and text[q + width] == 0x23
+                        and q + width + 1 < end
+                        and _starts_name(text[q + width + 1])
+                    )
+                    if not private:
+                        break
+                    width += 1
                 q += width
                 while q < end and _in_name(text[q]):
                     q += 1

@@ -72,10 +72,13 @@ _SLASH, _STAR, _QUOTE, _APOSTROPHE, _HASH, _BACKSLASH, _NEWLINE = 47, 42, 34, 39
 _EMPTY: Final = np.zeros(0, dtype=np.int64)
 
 
-def c_lexemes(a: U8, file_starts: I64, file_ends: I64, newlines: I64) -> Spans:
+def c_lexemes(
+    a: U8, file_starts: I64, file_ends: I64, newlines: I64, *, directives: bool = True
+) -> Spans:
     """[start, end) of every lexeme of each file [file_starts, file_ends) of `a`, in order.
 
-    `newlines`: the positions of every b"\\n" in `a`.
+    `newlines`: the positions of every b"\\n" in `a`. Without `directives` (the languages
+    that borrowed C's comments and strings but not its preprocessor) a `#` is code.
     """
     n = len(a)
     if not n:
@@ -108,11 +111,12 @@ def c_lexemes(a: U8, file_starts: I64, file_ends: I64, newlines: I64) -> Spans:
         close = _next(closing, quotes + 1, never)
         ok = (close < _next(open_newlines, quotes + 1, never)) & (close < e)
         kinds.append((quotes, np.where(ok, close + 1, -1)))
-    hashes = at[byte == _HASH]
-    openers = block[~_escaped(a, block)]
-    marks = (open_newlines, openers, closers)
-    files = (file_starts, file_ends)
-    kinds.append((hashes, _directive_ends(a, hashes, marks, files, never)))
+    if directives:
+        hashes = at[byte == _HASH]
+        openers = block[~_escaped(a, block)]
+        marks = (open_newlines, openers, closers)
+        files = (file_starts, file_ends)
+        kinds.append((hashes, _directive_ends(a, hashes, marks, files, never)))
     return _chained(kinds)
 
 

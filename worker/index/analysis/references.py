@@ -11,6 +11,7 @@ here: the graph view resolves per commit, and drops what it cannot resolve.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,9 @@ RELATION_NAMES: Final = tuple(relation.name.lower() for relation in Relation)
 """The relations by code, as the graph names them (`import`, `invoke`, `inherit`)."""
 
 _C_FAMILY: Final = frozenset({"javascript", "typescript", "tsx", "go", "java", "rust", "c", "cpp"})
+"""Read with C's lexer and word lists."""
+_JS_FAMILY: Final = frozenset({"javascript", "typescript", "tsx"})
+"""Read without C's directives: their `#` starts a private member's name."""
 _NOT_CALLED: Final = {
     "python": (
         "if elif while for return not and or in is assert del except with yield lambda def "
@@ -193,14 +197,16 @@ def _calls(
 
     parts: list[tuple[I64, I64, U64]] = []
     capacity = int(np.count_nonzero(text.a == 0x28))  # a call site per `(` at most
-    for family, members in (
-        ("python", [i for i, g in enumerate(grammars) if g == "python"]),
-        ("c", [i for i, g in enumerate(grammars) if g in _C_FAMILY]),
+    for family, members, directives in (
+        ("python", [i for i, g in enumerate(grammars) if g == "python"], False),
+        ("c", [i for i, g in enumerate(grammars) if g in _C_FAMILY - _JS_FAMILY], True),
+        ("c", [i for i, g in enumerate(grammars) if g in _JS_FAMILY], False),
     ):
         if not members:
             continue
         at = np.asarray(members, dtype=np.int64)
-        skip_starts, skip_ends = _lexemes(text, family, at, lexed.get(family))
+        reused = lexed.get(family) if directives or family == "python" else None
+        skip_starts, skip_ends = _lexemes(text, family, at, reused, directives=directives)
         out_start = np.empty(capacity, np.int64)
         out_end = np.empty(capacity, np.int64)
         out_hash = np.empty(capacity, np.uint64)
@@ -289,11 +295,17 @@ def _python_bases(header: bytes) -> list[str]:
     return bases
 
 
-def _lexemes(text: _Text, family: str, members: I64, lexed: BatchLexemes | None) -> Spans:
+def _lexemes(
+    text: _Text, family: str, members: I64, lexed: BatchLexemes | None, *, directives: bool
+) -> Spans:
     """The lexemes of the members (blobs read with the family's lexer) in the batch's text:
     those an outliner read already, and those of the rest, read now in a buffer of theirs.
     """
-    lexer = python_lexemes if family == "python" else c_lexemes
+    lexer = (
+        python_lexemes
+        if family == "python"
+        else functools.partial(c_lexemes, directives=directives)
+    )
     rest = members if lexed is None else members[~np.isin(members, lexed.blobs)]
     parts = [] if lexed is None else [lexed]
     if len(rest):

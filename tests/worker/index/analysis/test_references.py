@@ -153,6 +153,19 @@ def test_go_method_definitions_are_not_calls() -> None:
     assert calls(rows) == [("R.Get", "lookup")]
 
 
+def test_private_members_are_called_through_this() -> None:
+    """`this.#name(` is a call of the private member, not of a bare `name`."""
+    source = (
+        b"class Ky {\n"
+        b"  #delay(): number { return 1; }\n"
+        b"  #retry() { return this.#delay() + this.#count; }\n"
+        b"}\n"
+    )
+    rows = analyse({"ky.ts": source, "ky.js": source.replace(b"(): number", b"()")})
+    assert calls(rows["ky.ts"]) == [("Ky.#retry", "this.#delay")]
+    assert calls(rows["ky.js"]) == [("Ky.#retry", "this.#delay")]
+
+
 def test_calls_in_a_batch_without_definitions_belong_to_their_files() -> None:
     """Top-level calls with no definition anywhere in the batch are held by the file."""
     rows = analyse({"run.py": b"main()\n", "x.h": b"DECLARE(x);\n"})
