@@ -1,18 +1,19 @@
-"""Comments, string literals (and C directives) of C, C++ and Python, found with array ops.
+"""Comments, string literals (and C directives) of C and its kin, and of Python, by array ops.
 
-The same spans as a scan with `C_LEXEMES` or `PY_LEXEMES` (finditer over each file), without
-a regular expression engine walking every byte (which took 6% of a Python repository's
-build). Every place a lexeme could start (`//`, `/*`, `"`, `'`, `#`) gets the end it would
-have if one started there, from the next newline, `*/`, quote, each found for all at once;
-then the lexemes that really start are those a scan reaches: the first candidate, then the
-first one at or after its end, and so on, a chain followed for all its links at once by
-pointer doubling.
+The same spans as a scan with `C_LEXEMES` (`GO_LEXEMES`, `JS_LEXEMES`) or `PY_LEXEMES`
+(finditer over each file), without a regular expression engine walking every byte (which
+took 6% of a Python repository's build). Every place a lexeme could start (`//`, `/*`, `"`,
+`'`, `#`, a backtick) gets the end it would have if one started there, from the next
+newline, `*/`, quote, each found for all at once; then the lexemes that really start are
+those a scan reaches: the first candidate, then the first one at or after its end, and so
+on, a chain followed for all its links at once by pointer doubling.
 
 Inside a literal or a directive a backslash escapes the next byte, so a quote or newline
 after an odd run of backslashes does not end one. Inside a directive a block comment is
 skipped whole (it may span lines) and quotes mean nothing; one that never closes ends the
-directive where it starts. In Python a triple-quoted string runs to the first unescaped
-triple quote; one that never closes is read as the empty string its first two quotes make.
+directive where it starts. A raw string (Go's backticks) has no escapes and may span lines.
+In Python a triple-quoted string runs to the first unescaped triple quote; one that never
+closes is read as the empty string its first two quotes make.
 """
 
 from __future__ import annotations
@@ -29,14 +30,21 @@ I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 Spans = tuple[I64, I64]
 
-C_LEXEMES: Final = re.compile(
+_C_COMMENTS_AND_STRINGS: Final = (
     rb"//[^\n]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/"  # comments
     rb"|\"[^\"\\\n]*(?:\\.[^\"\\\n]*)*\"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"  # strings, chars
-    # directives, with continuation lines and comments (a comment may run past the line end)
-    rb"|#[^\n\\/]*(?:(?:\\.|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|/(?!\*))[^\n\\/]*)*",
-    re.S,
 )
+_C_DIRECTIVES: Final = (
+    # directives, with continuation lines and comments (a comment may run past the line end)
+    rb"|#[^\n\\/]*(?:(?:\\.|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|/(?!\*))[^\n\\/]*)*"
+)
+_RAW_STRINGS: Final = rb"|`[^`]*`"
+C_LEXEMES: Final = re.compile(_C_COMMENTS_AND_STRINGS + _C_DIRECTIVES, re.S)
 """What `c_lexemes` finds, as a regular expression (the reference its tests compare with)."""
+GO_LEXEMES: Final = re.compile(_C_COMMENTS_AND_STRINGS + _RAW_STRINGS, re.S)
+"""What `c_lexemes` finds with raw strings and without directives (Go)."""
+JS_LEXEMES: Final = re.compile(_C_COMMENTS_AND_STRINGS, re.S)
+"""What `c_lexemes` finds without directives (JavaScript, TypeScript)."""
 PY_LEXEMES: Final = re.compile(
     rb"#[^\n]*"
     rb'|"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'
@@ -69,16 +77,24 @@ def moved_to_batch(
 
 
 _SLASH, _STAR, _QUOTE, _APOSTROPHE, _HASH, _BACKSLASH, _NEWLINE = 47, 42, 34, 39, 35, 92, 10
+_BACKTICK = 96
 _EMPTY: Final = np.zeros(0, dtype=np.int64)
 
 
 def c_lexemes(
-    a: U8, file_starts: I64, file_ends: I64, newlines: I64, *, directives: bool = True
+    a: U8,
+    file_starts: I64,
+    file_ends: I64,
+    newlines: I64,
+    *,
+    directives: bool = True,
+    raw_strings: bool = False,
 ) -> Spans:
     """[start, end) of every lexeme of each file [file_starts, file_ends) of `a`, in order.
 
     `newlines`: the positions of every b"\\n" in `a`. Without `directives` (the languages
-    that borrowed C's comments and strings but not its preprocessor) a `#` is code.
+    that borrowed C's comments and strings but not its preprocessor) a `#` is code; with
+    `raw_strings` (Go) a string also runs from a backtick to the next, across lines.
     """
     n = len(a)
     if not n:
@@ -86,7 +102,7 @@ def c_lexemes(
     never = n + 1
     # One pass for every byte that matters, split by byte after.
     marked = a == _SLASH
-    for value in (_STAR, _QUOTE, _APOSTROPHE, _HASH):
+    for value in (_STAR, _QUOTE, _APOSTROPHE, _HASH) + ((_BACKTICK,) if raw_strings else ()):
         marked |= a == value
     at = np.flatnonzero(marked)
     byte = a[at]
@@ -111,6 +127,12 @@ def c_lexemes(
         close = _next(closing, quotes + 1, never)
         ok = (close < _next(open_newlines, quotes + 1, never)) & (close < e)
         kinds.append((quotes, np.where(ok, close + 1, -1)))
+    if raw_strings:
+        ticks = at[byte == _BACKTICK]
+        close = _next(ticks, ticks + 1, never)
+        kinds.append(
+            (ticks, np.where(close < _file_end(ticks, file_starts, file_ends), close + 1, -1))
+        )
     if directives:
         hashes = at[byte == _HASH]
         openers = block[~_escaped(a, block)]

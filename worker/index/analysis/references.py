@@ -48,10 +48,20 @@ class Relation(IntEnum):
 RELATION_NAMES: Final = tuple(relation.name.lower() for relation in Relation)
 """The relations by code, as the graph names them (`import`, `invoke`, `inherit`)."""
 
-_C_FAMILY: Final = frozenset({"javascript", "typescript", "tsx", "go", "java", "rust", "c", "cpp"})
-"""Read with C's lexer and word lists."""
-_JS_FAMILY: Final = frozenset({"javascript", "typescript", "tsx"})
-"""Read without C's directives: their `#` starts a private member's name."""
+_PLAIN: Final = (True, False)
+_C_LEXING: Final = {
+    "c": (True, False),
+    "cpp": (True, False),
+    "java": (True, False),
+    "rust": (True, False),
+    "go": (False, True),
+    "javascript": (False, False),
+    "typescript": (False, False),
+    "tsx": (False, False),
+}
+"""The languages read with C's lexer and word lists, and how: (directives, raw strings).
+Rust's `#[...]` attributes are skipped as directives; Go's backticks are raw strings; in
+JavaScript a `#` starts a private member's name."""
 _NOT_CALLED: Final = {
     "python": (
         "if elif while for return not and or in is assert del except with yield lambda def "
@@ -197,16 +207,18 @@ def _calls(
 
     parts: list[tuple[I64, I64, U64]] = []
     capacity = int(np.count_nonzero(text.a == 0x28))  # a call site per `(` at most
-    for family, members, directives in (
-        ("python", [i for i, g in enumerate(grammars) if g == "python"], False),
-        ("c", [i for i, g in enumerate(grammars) if g in _C_FAMILY - _JS_FAMILY], True),
-        ("c", [i for i, g in enumerate(grammars) if g in _JS_FAMILY], False),
-    ):
+    # The outliners read Python, C and C++ with the plain lexers: their lexemes serve those.
+    groups = [("python", [i for i, g in enumerate(grammars) if g == "python"], _PLAIN)]
+    groups += [
+        ("c", [i for i, g in enumerate(grammars) if _C_LEXING.get(g) == lexing], lexing)
+        for lexing in sorted(set(_C_LEXING.values()))
+    ]
+    for family, members, lexing in groups:
         if not members:
             continue
         at = np.asarray(members, dtype=np.int64)
-        reused = lexed.get(family) if directives or family == "python" else None
-        skip_starts, skip_ends = _lexemes(text, family, at, reused, directives=directives)
+        reused = lexed.get(family) if lexing == _PLAIN else None
+        skip_starts, skip_ends = _lexemes(text, family, at, reused, lexing)
         out_start = np.empty(capacity, np.int64)
         out_end = np.empty(capacity, np.int64)
         out_hash = np.empty(capacity, np.uint64)
@@ -296,15 +308,21 @@ def _python_bases(header: bytes) -> list[str]:
 
 
 def _lexemes(
-    text: _Text, family: str, members: I64, lexed: BatchLexemes | None, *, directives: bool
+    text: _Text,
+    family: str,
+    members: I64,
+    lexed: BatchLexemes | None,
+    lexing: tuple[bool, bool],
 ) -> Spans:
-    """The lexemes of the members (blobs read with the family's lexer) in the batch's text:
-    those an outliner read already, and those of the rest, read now in a buffer of theirs.
+    """The lexemes of the members (blobs read with the family's lexer, C's with `lexing`'s
+    directives and raw strings) in the batch's text: those an outliner read already, and
+    those of the rest, read now in a buffer of theirs.
     """
+    directives, raw_strings = lexing
     lexer = (
         python_lexemes
         if family == "python"
-        else functools.partial(c_lexemes, directives=directives)
+        else functools.partial(c_lexemes, directives=directives, raw_strings=raw_strings)
     )
     rest = members if lexed is None else members[~np.isin(members, lexed.blobs)]
     parts = [] if lexed is None else [lexed]

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.index.analysis.chunking import chunk_blob, line_starts
 from worker.index.analysis.definitions import definitions
-from worker.index.analysis.lexers import C_LEXEMES, PY_LEXEMES, c_lexemes, python_lexemes
+from worker.index.analysis.lexers import (
+    C_LEXEMES,
+    GO_LEXEMES,
+    JS_LEXEMES,
+    PY_LEXEMES,
+    c_lexemes,
+    python_lexemes,
+)
 from worker.index.analysis.outline import c_outlines, first_not_in, python_outlines
 
 Flat = list[tuple[int, int, str, str]]
@@ -308,6 +317,28 @@ def test_c_lexemes_known_cases() -> None:
 def test_c_lexemes_equal_the_regex(files: list[bytes]) -> None:
     """Any mix of the bytes that matter, several files at once: the regex's spans."""
     assert array_lexemes(files) == [reference_lexemes(f) for f in files]
+
+
+c_kin_lexeme_bytes = st.lists(
+    st.sampled_from(
+        [b"/", b"*", b'"', b"'", b"#", b"`", b"\\", b"\n", b"a", b" ", b"{", b"}", b";"]
+    ),
+    max_size=60,
+).map(b"".join)
+
+
+@pytest.mark.parametrize(
+    ("directives", "raw_strings", "pattern"),
+    [(False, True, GO_LEXEMES), (False, False, JS_LEXEMES), (True, False, C_LEXEMES)],
+)
+@settings(max_examples=200, deadline=None)
+@given(files=st.lists(c_kin_lexeme_bytes, min_size=1, max_size=4))
+def test_c_kin_lexemes_equal_their_regex(
+    directives: bool, raw_strings: bool, pattern: re.Pattern[bytes], files: list[bytes]
+) -> None:
+    """Without directives, with raw strings (Go's backticks): each variant's regex spans."""
+    lexer = functools.partial(c_lexemes, directives=directives, raw_strings=raw_strings)
+    assert array_lexemes(files, lexer) == [reference_lexemes(f, pattern) for f in files]
 
 
 PY_LEXEME_CASES = [

@@ -166,6 +166,17 @@ def test_private_members_are_called_through_this() -> None:
     assert calls(rows["ky.js"]) == [("Ky.#retry", "this.#delay")]
 
 
+def test_go_raw_strings_hold_no_calls_and_hide_none() -> None:
+    """A backtick string is a string: no call in it, and a `/*` in it opens no comment."""
+    source = (
+        b"package q\n\nfunc Find() int {\n"
+        b"\tpattern := `src/*.go`\n"
+        b"\tquery := `SELECT count(*)\nFROM t`\n"
+        b"\treturn run(pattern, query) /* done */\n}\n"
+    )
+    assert calls(analyse({"q.go": source})["q.go"]) == [("Find", "run")]
+
+
 def test_calls_in_a_batch_without_definitions_belong_to_their_files() -> None:
     """Top-level calls with no definition anywhere in the batch are held by the file."""
     rows = analyse({"run.py": b"main()\n", "x.h": b"DECLARE(x);\n"})
