@@ -91,6 +91,16 @@ GRAPH_FILES: dict[str, Content] = {
         "export class Timer {\n  #count = 0;\n\n  #delay(): number {\n    return 1;\n  }\n\n"
         "  wait(): number {\n    return this.#delay() + this.#count;\n  }\n}\n"
     ),
+    "cpp/shape.h": (
+        "namespace geo {\n\nclass Shape {\n public:\n  virtual ~Shape() = default;\n"
+        "  double twice() const { return 2 * size(); }\n  double size() const { return 1; }\n"
+        "};\n\n}  // namespace geo\n"
+    ),
+    "cpp/circle.cpp": (
+        '#include "shape.h"\n\nnamespace geo {\n\nclass Circle : public Shape {\n public:\n'
+        "  ~Circle() { release(); }\n  double doubled() const { return twice(); }\n"
+        "  void release() {}\n};\n\n}  // namespace geo\n"
+    ),
     "go/srv/server.go": (
         "package srv\n\nfunc Serve() int {\n\treturn handle()\n}\n\n"
         "func handle() int {\n\treturn 1\n}\n"

@@ -257,8 +257,10 @@ def _calls(
     if len(own_line):
         data = text.data
         declared = [
-            data[s:e].decode("ascii", "replace").replace("::", ".").replace("->", ".")
-            == entities.name[x].rsplit(".", 1)[-1]
+            _names_itself(
+                data[s:e].decode("ascii", "replace").replace("::", ".").replace("->", "."),
+                entities.name[x],
+            )
             for s, e, x in zip(
                 start[own_line].tolist(),
                 end[own_line].tolist(),
@@ -278,6 +280,15 @@ def _calls(
     first[1:] = (b[1:] != b[:-1]) | (x[1:] != x[:-1]) | (h[1:] != h[:-1])
     chosen = np.sort(order[first])
     return blob[chosen], entity[chosen], row[chosen], start[chosen], end[chosen]
+
+
+def _names_itself(written: str, qualified: str) -> bool:
+    """Whether a chain (separators as `.`) on a definition's first line is its own name: its
+    last part (a destructor's after the `~`: `~Shape()` writes `Shape(`), or the tail of its
+    qualified name (`void Shape::area(`)."""
+    whole = qualified.replace("::", ".")
+    own = whole.rpartition(".")[2].removeprefix("~")
+    return written in (own, whole) or whole.endswith("." + written)
 
 
 def _python_bases(header: bytes) -> list[str]:

@@ -150,6 +150,24 @@ def test_other_languages_resolve_calls(served: ToolCaller) -> None:
     assert ("c/list.c", "c/list.h", "import") in edges_of(served, "c/list.c")
 
 
+def test_cpp_namespaces_span_files_and_headers_are_cpp(served: ToolCaller) -> None:
+    """A base and a method in a namespace another file opens resolve; a C++ header is read
+    as C++; neither a destructor's nor a class's own name is a call of itself."""
+    circle = edges_of(served, "cpp/circle.cpp:geo.Circle", relations=("inherit",))
+    assert circle == {("cpp/circle.cpp:geo.Circle", "cpp/shape.h:geo.Shape", "inherit")}
+    doubled = edges_of(served, "cpp/circle.cpp:geo.Circle.doubled", relations=("invoke",))
+    assert doubled == {
+        ("cpp/circle.cpp:geo.Circle.doubled", "cpp/shape.h:geo.Shape.twice", "invoke")
+    }
+    twice = edges_of(served, "cpp/shape.h:geo.Shape.twice", relations=("invoke",))
+    assert twice == {("cpp/shape.h:geo.Shape.twice", "cpp/shape.h:geo.Shape.size", "invoke")}
+    destructor = edges_of(served, "cpp/circle.cpp:geo.Circle.~Circle", relations=("invoke",))
+    assert destructor == {
+        ("cpp/circle.cpp:geo.Circle.~Circle", "cpp/circle.cpp:geo.Circle.release", "invoke")
+    }
+    assert not edges_of(served, "cpp/shape.h:geo.Shape", relations=("invoke",))
+
+
 def test_backward_traversal_finds_callers_by_depth(served: ToolCaller) -> None:
     """Backward from sum_prices: its callers at depth 1, theirs at depth 2."""
     answer = served.ask(

@@ -139,8 +139,13 @@ class _Gathered:
             pa.concat_arrays(names).take(pa.array(back)) if names else pa.array([], pa.string())
         )
         self.names: list[str] = self.name_array.to_pylist()
-        kind_list = pa.concat_arrays(kinds).take(pa.array(back)).to_pylist() if kinds else []
-        self.types = np.asarray([entity_type(k) for k in kind_list], dtype=np.uint8)
+        kind_array = (
+            pa.concat_arrays(kinds).take(pa.array(back)) if kinds else pa.array([], pa.string())
+        )
+        self.types = np.asarray([entity_type(k) for k in kind_array.to_pylist()], dtype=np.uint8)
+        cpp_only = pc.is_in(kind_array, value_set=_CPP_ONLY_KINDS).to_numpy(zero_copy_only=False)
+        self.cpp_paths: I64 = distinct(owner[cpp_only])
+        """Path rows with a definition only C++'s grammar finds: a `.h` among them is C++."""
 
     def _references(
         self,
@@ -268,6 +273,9 @@ def build_graph(index: CommitIndex) -> GraphBuild:
     names += data.names
     node_paths = directories + paths
     grammars = {path: grammar_of(path) for path in paths}
+    for row in data.cpp_paths.tolist():
+        if grammars[paths[row]] == "c":  # a header the index parsed as C++
+            grammars[paths[row]] = "cpp"
     entity_bounds = np.searchsorted(data.entity_path, np.arange(len(paths) + 1))
     first = data.first_entity
     type_list: list[int] = types.tolist()
@@ -282,8 +290,11 @@ def build_graph(index: CommitIndex) -> GraphBuild:
         return n_dirs + int(data.entity_path[node - first]) if node >= first else node
 
     def only_definitions() -> dict[str, int]:
+        # C's top-level names, and C++'s by their qualified names (`geo.Shape`) too.
         c_family = np.asarray([grammars[p] in ("c", "cpp") for p in paths] + [False], dtype=bool)
-        mine = np.flatnonzero(data.entity_top & c_family[data.entity_path])
+        cpp = np.asarray([grammars[p] == "cpp" for p in paths] + [False], dtype=bool)
+        on_path = data.entity_path
+        mine = np.flatnonzero((data.entity_top & c_family[on_path]) | cpp[on_path])
         single, node = _only_of_name(data.name_array.take(pa.array(mine)), first + mine)
         return dict(zip(single, node, strict=True))
 
@@ -337,6 +348,8 @@ def build_graph(index: CommitIndex) -> GraphBuild:
     return GraphBuild(graph, time.perf_counter() - started, len(paths))
 
 
+_CPP_ONLY_KINDS: Final = pa.array(["class_specifier", "namespace_definition"], pa.string())
+"""Definitions C's grammar has no node for: a file holding one was parsed as C++."""
 _TARGET_SHIFT: Final = 2
 _SOURCE_SHIFT: Final = 33
 _NODE_MASK: Final = (1 << 31) - 1
@@ -400,7 +413,9 @@ def _resolve(
     holders: list[int] = data.holder.tolist()
     for r in np.flatnonzero(data.relation == Relation.INHERIT).tolist():
         file, holder = owner_file[r], holders[r]
-        base = scopes.resolve_chain(file, file, _SEPARATORS.split(data.target[r] or ""), parents)
+        # A C++ base is named from inside its class's namespaces (`class C : public Shape`).
+        where = holder if scopes.files[file].grammar == "cpp" else file
+        base = scopes.resolve_chain(file, where, _SEPARATORS.split(data.target[r] or ""), parents)
         if base is not None and types[base] == EntityType.CLASS and base != holder:
             found.add(holder, base, Relation.INHERIT)
             key = scopes.class_of(holder)
@@ -453,7 +468,11 @@ def _resolve_calls(
         else:
             callee = scopes.resolve_chain(file, holder, parts, parents)
             meanings[key] = callee
-        if callee is not None and types[callee] in callable_types:
+        # A class "calling" itself says nothing: its own constructor or destructor declared
+        # (`~Shape();`), or a field made of it.
+        if callee is None or types[callee] not in callable_types:
+            continue
+        if callee != holder or types[holder] != EntityType.CLASS:
             found.add(holder, callee, Relation.INVOKE)
     picked = np.flatnonzero(vector)
     resolved = _c_calls(data, is_c, data.reference_path[calls[picked]], calls[picked])

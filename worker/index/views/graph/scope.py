@@ -69,7 +69,8 @@ class Scopes:
         self.children: dict[int, dict[str, int]] = defaultdict(dict)
         """A directory's files and subdirectories by name."""
         self._only: dict[str, int] | None = None
-        """C and C++ top-level names defined once in the commit, and that definition."""
+        """C and C++ top-level names, and C++ qualified names, defined once in the commit, and
+        that definition."""
         self._by_suffix: dict[tuple[str, str], int | None] = {}
         self._ending: dict[str, int | None] = {}
         self._python_modules: dict[str, list[int]] = defaultdict(list)
@@ -340,6 +341,16 @@ class Scopes:
         if scope.grammar in _C_FAMILY:
             if self._only is None:
                 self._only = self._only_definitions()
+            if scope.grammar == "cpp" and holder != file:
+                # A namespace spans files: `geo.Shape` may be defined in another one.
+                owner = self.enclosing_class(holder, parents)
+                key = None if owner is None else self.class_of(owner)
+                prefix = "" if key is None else key[1]
+                while prefix:
+                    found = self._only.get(f"{prefix}.{name}")
+                    if found is not None:
+                        return found
+                    prefix = prefix.rpartition(".")[0]
             return self._only.get(name)
         return None
 
