@@ -48,20 +48,21 @@ class Relation(IntEnum):
 RELATION_NAMES: Final = tuple(relation.name.lower() for relation in Relation)
 """The relations by code, as the graph names them (`import`, `invoke`, `inherit`)."""
 
-_PLAIN: Final = (True, False)
+_PLAIN: Final = (True, False, False)
 _C_LEXING: Final = {
-    "c": (True, False),
-    "cpp": (True, False),
-    "java": (True, False),
-    "rust": (True, False),
-    "go": (False, True),
-    "javascript": (False, False),
-    "typescript": (False, False),
-    "tsx": (False, False),
+    "c": _PLAIN,
+    "cpp": _PLAIN,
+    "rust": _PLAIN,
+    "java": (True, False, True),
+    "go": (False, True, False),
+    "javascript": (False, False, False),
+    "typescript": (False, False, False),
+    "tsx": (False, False, False),
 }
-"""The languages read with C's lexer and word lists, and how: (directives, raw strings).
-Rust's `#[...]` attributes are skipped as directives; Go's backticks are raw strings; in
-JavaScript a `#` starts a private member's name."""
+"""The languages read with C's lexer and word lists, and how: (directives, raw strings, text
+blocks). Rust's `#[...]` attributes are skipped as directives; Go's backticks are raw
+strings; Java's three quotes open a text block; in JavaScript a `#` starts a private
+member's name."""
 _NOT_CALLED: Final = {
     "python": (
         "if elif while for return not and or in is assert del except with yield lambda def "
@@ -323,17 +324,19 @@ def _lexemes(
     family: str,
     members: I64,
     lexed: BatchLexemes | None,
-    lexing: tuple[bool, bool],
+    lexing: tuple[bool, bool, bool],
 ) -> Spans:
-    """The lexemes of the members (blobs read with the family's lexer, C's with `lexing`'s
-    directives and raw strings) in the batch's text: those an outliner read already, and
-    those of the rest, read now in a buffer of theirs.
+    """The lexemes of the members (blobs read with the family's lexer, C's as `lexing` says)
+    in the batch's text: those an outliner read already, and those of the rest, read now in
+    a buffer of theirs.
     """
-    directives, raw_strings = lexing
+    directives, raw_strings, text_blocks = lexing
     lexer = (
         python_lexemes
         if family == "python"
-        else functools.partial(c_lexemes, directives=directives, raw_strings=raw_strings)
+        else functools.partial(
+            c_lexemes, directives=directives, raw_strings=raw_strings, text_blocks=text_blocks
+        )
     )
     rest = members if lexed is None else members[~np.isin(members, lexed.blobs)]
     parts = [] if lexed is None else [lexed]

@@ -17,6 +17,7 @@ from worker.index.analysis.definitions import definitions
 from worker.index.analysis.lexers import (
     C_LEXEMES,
     GO_LEXEMES,
+    JAVA_LEXEMES,
     JS_LEXEMES,
     PY_LEXEMES,
     c_lexemes,
@@ -328,16 +329,28 @@ c_kin_lexeme_bytes = st.lists(
 
 
 @pytest.mark.parametrize(
-    ("directives", "raw_strings", "pattern"),
-    [(False, True, GO_LEXEMES), (False, False, JS_LEXEMES), (True, False, C_LEXEMES)],
+    ("directives", "raw_strings", "text_blocks", "pattern"),
+    [
+        (False, True, False, GO_LEXEMES),
+        (False, False, False, JS_LEXEMES),
+        (True, False, True, JAVA_LEXEMES),
+        (True, False, False, C_LEXEMES),
+    ],
 )
 @settings(max_examples=200, deadline=None)
 @given(files=st.lists(c_kin_lexeme_bytes, min_size=1, max_size=4))
 def test_c_kin_lexemes_equal_their_regex(
-    directives: bool, raw_strings: bool, pattern: re.Pattern[bytes], files: list[bytes]
+    directives: bool,
+    raw_strings: bool,
+    text_blocks: bool,
+    pattern: re.Pattern[bytes],
+    files: list[bytes],
 ) -> None:
-    """Without directives, with raw strings (Go's backticks): each variant's regex spans."""
-    lexer = functools.partial(c_lexemes, directives=directives, raw_strings=raw_strings)
+    """Without directives, with raw strings (Go), with text blocks (Java): each variant gives
+    its regex's spans."""
+    lexer = functools.partial(
+        c_lexemes, directives=directives, raw_strings=raw_strings, text_blocks=text_blocks
+    )
     assert array_lexemes(files, lexer) == [reference_lexemes(f, pattern) for f in files]
 
 

@@ -177,6 +177,16 @@ def test_go_raw_strings_hold_no_calls_and_hide_none() -> None:
     assert calls(analyse({"q.go": source})["q.go"]) == [("Find", "run")]
 
 
+def test_java_text_blocks_hold_no_calls_and_hide_none() -> None:
+    """A text block is a string: no call in it, and a `/*` in it opens no comment."""
+    source = (
+        b"class Q {\n  int find() {\n"
+        b'    String sql = """\n      SELECT count(*) FROM t /* rows\n      """;\n'
+        b"    return run(sql); // done */\n  }\n}\n"
+    )
+    assert calls(analyse({"Q.java": source})["Q.java"]) == [("Q.find", "run")]
+
+
 def test_calls_in_a_batch_without_definitions_belong_to_their_files() -> None:
     """Top-level calls with no definition anywhere in the batch are held by the file."""
     rows = analyse({"run.py": b"main()\n", "x.h": b"DECLARE(x);\n"})
