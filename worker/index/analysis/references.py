@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Final
+from typing import Final, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -48,21 +48,29 @@ class Relation(IntEnum):
 RELATION_NAMES: Final = tuple(relation.name.lower() for relation in Relation)
 """The relations by code, as the graph names them (`import`, `invoke`, `inherit`)."""
 
-_PLAIN: Final = (True, False, False)
+
+class _Lexing(NamedTuple):
+    """How C's lexer reads a language (see `lexers.c_lexemes`)."""
+
+    directives: bool = True
+    raw_strings: bool = False
+    text_blocks: bool = False
+
+
+_PLAIN: Final = _Lexing()
 _C_LEXING: Final = {
     "c": _PLAIN,
     "cpp": _PLAIN,
     "rust": _PLAIN,
-    "java": (True, False, True),
-    "go": (False, True, False),
-    "javascript": (False, False, False),
-    "typescript": (False, False, False),
-    "tsx": (False, False, False),
+    "java": _Lexing(text_blocks=True),
+    "go": _Lexing(directives=False, raw_strings=True),
+    "javascript": _Lexing(directives=False),
+    "typescript": _Lexing(directives=False),
+    "tsx": _Lexing(directives=False),
 }
-"""The languages read with C's lexer and word lists, and how: (directives, raw strings, text
-blocks). Rust's `#[...]` attributes are skipped as directives; Go's backticks are raw
-strings; Java's three quotes open a text block; in JavaScript a `#` starts a private
-member's name."""
+"""The languages read with C's lexer and word lists, and how. Rust's `#[...]` attributes are
+skipped as directives; Go's backticks are raw strings; Java's three quotes open a text
+block; in JavaScript a `#` starts a private member's name."""
 _NOT_CALLED: Final = {
     "python": (
         "if elif while for return not and or in is assert del except with yield lambda def "
@@ -324,18 +332,20 @@ def _lexemes(
     family: str,
     members: I64,
     lexed: BatchLexemes | None,
-    lexing: tuple[bool, bool, bool],
+    lexing: _Lexing,
 ) -> Spans:
     """The lexemes of the members (blobs read with the family's lexer, C's as `lexing` says)
     in the batch's text: those an outliner read already, and those of the rest, read now in
     a buffer of theirs.
     """
-    directives, raw_strings, text_blocks = lexing
     lexer = (
         python_lexemes
         if family == "python"
         else functools.partial(
-            c_lexemes, directives=directives, raw_strings=raw_strings, text_blocks=text_blocks
+            c_lexemes,
+            directives=lexing.directives,
+            raw_strings=lexing.raw_strings,
+            text_blocks=lexing.text_blocks,
         )
     )
     rest = members if lexed is None else members[~np.isin(members, lexed.blobs)]
