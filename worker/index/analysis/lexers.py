@@ -134,15 +134,8 @@ def c_lexemes(
         ok = (close < _next(open_newlines, quotes + 1, never)) & (close < e)
         end = np.where(ok, close + 1, -1)
         if text_blocks and quote == _QUOTE:
-            # Three quotes in a row: a string to the next unescaped three, if the file has one.
-            triple = (a[np.minimum(quotes + 1, n - 1)] == quote) & (
-                a[np.minimum(quotes + 2, n - 1)] == quote
-            )
-            triple &= quotes + 2 < n
-            opens = np.flatnonzero(triple)
-            close = _next(quotes[triple & unescaped], quotes[opens] + 3, never) + 3
-            closed = close <= e[opens]
-            end[opens[closed]] = close[closed]
+            opens, close = _triple_quoted(a, quotes, unescaped, e, never)
+            end[opens] = close
         kinds.append((quotes, end))
     if raw_strings:
         ticks = at[byte == _BACKTICK]
@@ -194,16 +187,27 @@ def python_lexemes(a: U8, file_starts: I64, file_ends: I64, newlines: I64) -> Sp
         close = closing[np.cumsum(unescaped)]
         ok = (close < open_newline[which]) & (close < e[which])
         end[which[ok]] = close[ok] + 1
-        # Three quotes in a row: a string to the next unescaped three, if the file has one.
-        triple = (a[np.minimum(quotes + 1, n - 1)] == quote) & (
-            a[np.minimum(quotes + 2, n - 1)] == quote
-        )
-        triple &= quotes + 2 < n
-        opens = np.flatnonzero(triple)
-        close = _next(quotes[triple & unescaped], quotes[opens] + 3, never) + 3
-        closed = close <= e[which[opens]]
-        end[which[opens[closed]]] = close[closed]
+        opens, close = _triple_quoted(a, quotes, unescaped, e[which], never)
+        end[which[opens]] = close
     return _reached(at, end)
+
+
+def _triple_quoted(
+    a: U8, quotes: I64, unescaped: Mask, file_end: I64, never: int
+) -> tuple[I64, I64]:
+    """The quotes (indices into `quotes`, all of one kind) that open three in a row, and
+    where the string each opens ends: after the next unescaped three, if its file has one
+    (the others are left out)."""
+    n = len(a)
+    quote = a[quotes[0]] if len(quotes) else 0
+    triple = (a[np.minimum(quotes + 1, n - 1)] == quote) & (
+        a[np.minimum(quotes + 2, n - 1)] == quote
+    )
+    triple &= quotes + 2 < n
+    opens = np.flatnonzero(triple)
+    close = _next(quotes[triple & unescaped], quotes[opens] + 3, never) + 3
+    closed = close <= file_end[opens]
+    return opens[closed], close[closed]
 
 
 def _chained(kinds: list[tuple[I64, I64]]) -> Spans:
