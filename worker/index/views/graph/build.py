@@ -37,6 +37,8 @@ _SEPARATORS: Final = re.compile(r"\.|::|->")
 I64 = npt.NDArray[np.int64]
 _SELF_NAMES: Final = frozenset({"self", "this", "cls", "Self"})
 _MEMBER_SCOPED: Final = frozenset({"java", "cpp"})
+_CPP_ONLY_KINDS: Final = pa.array(["class_specifier", "namespace_definition"], pa.string())
+"""Definitions C's grammar has no node for: a file holding one was parsed as C++."""
 """Languages whose methods reach their class's members by bare name."""
 
 
@@ -291,8 +293,8 @@ def build_graph(index: CommitIndex) -> GraphBuild:
 
     def only_definitions() -> dict[str, int]:
         # C's top-level names, and C++'s by their qualified names (`geo.Shape`) too.
-        c_family = np.asarray([grammars[p] in ("c", "cpp") for p in paths] + [False], dtype=bool)
-        cpp = np.asarray([grammars[p] == "cpp" for p in paths] + [False], dtype=bool)
+        c_family = _in_grammars(grammars, paths, "c", "cpp")
+        cpp = _in_grammars(grammars, paths, "cpp")
         on_path = data.entity_path
         mine = np.flatnonzero((data.entity_top & c_family[on_path]) | cpp[on_path])
         single, node = _only_of_name(data.name_array.take(pa.array(mine)), first + mine)
@@ -348,8 +350,6 @@ def build_graph(index: CommitIndex) -> GraphBuild:
     return GraphBuild(graph, time.perf_counter() - started, len(paths))
 
 
-_CPP_ONLY_KINDS: Final = pa.array(["class_specifier", "namespace_definition"], pa.string())
-"""Definitions C's grammar has no node for: a file holding one was parsed as C++."""
 _TARGET_SHIFT: Final = 2
 _SOURCE_SHIFT: Final = 33
 _NODE_MASK: Final = (1 << 31) - 1
@@ -422,7 +422,7 @@ def _resolve(
             if key is not None:
                 scopes.bases[key].append(base)
     scopes.bases_known()
-    is_c = np.asarray([grammars[p] == "c" for p in paths] + [False], dtype=bool)
+    is_c = _in_grammars(grammars, paths, "c")
     c_edges = _resolve_calls(
         scopes, data, found, owner_file=owner_file, types=types, parents=parents, is_c=is_c
     )
@@ -508,6 +508,13 @@ def _c_calls(data: _Gathered, is_c: npt.NDArray[np.bool_], path_rows: I64, call_
     same_file = sorted_key[at] == call_key
     resolved[same_file] = defined[order[at[same_file]]] + data.first_entity
     return resolved
+
+
+def _in_grammars(
+    grammars: dict[str, str | None], paths: list[str], *wanted: str
+) -> npt.NDArray[np.bool_]:
+    """Whether each path row is in one of the `wanted` grammars, and False past the last."""
+    return np.asarray([grammars[p] in wanted for p in paths] + [False], dtype=bool)
 
 
 def _only_of_name(names: pa.Array, nodes: I64) -> tuple[list[str], list[int]]:
