@@ -37,9 +37,9 @@ _SEPARATORS: Final = re.compile(r"\.|::|->")
 I64 = npt.NDArray[np.int64]
 _SELF_NAMES: Final = frozenset({"self", "this", "cls", "Self"})
 _MEMBER_SCOPED: Final = frozenset({"java", "cpp"})
+"""Languages whose methods reach their class's members by bare name."""
 _CPP_ONLY_KINDS: Final = pa.array(["class_specifier", "namespace_definition"], pa.string())
 """Definitions C's grammar has no node for: a file holding one was parsed as C++."""
-"""Languages whose methods reach their class's members by bare name."""
 
 
 @dataclass(frozen=True, slots=True)
