@@ -87,6 +87,11 @@ GRAPH_FILES: dict[str, Content] = {
         "import { helper } from './util';\n\nexport function main() {\n  return helper(1);\n}\n"
     ),
     "web/util.js": "export function helper(x) {\n  return x;\n}\n",
+    "web/response.js": (
+        "var res = module.exports = {};\n\nres.json = function json(body) {\n"
+        "  return this.send(stringify(body));\n};\n\n"
+        "function stringify(value) {\n  return JSON.stringify(value);\n}\n"
+    ),
     "web/timer.ts": (
         "export class Timer {\n  #count = 0;\n\n  #delay(): number {\n    return 1;\n  }\n\n"
         "  wait(): number {\n    return this.#delay() + this.#count;\n  }\n}\n"

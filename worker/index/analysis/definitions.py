@@ -7,6 +7,7 @@ level by level, and a tree of objects per definition cost more than finding them
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Final
@@ -40,6 +41,7 @@ CONTAINER_KINDS: Final = frozenset(
     }
 )
 """Definitions whose nested definitions get chunks of their own; a function keeps its closures."""
+_DOTTED_NAME: Final = re.compile(r"[\w$]+(?:\.[\w$]+)*")
 _REPARSE_ON_ERROR: Final = frozenset({"python"})
 """Outlines whose parse is checked: a Python outline with a syntax error is parsed whole again.
 
@@ -151,7 +153,8 @@ def definitions(data: bytes, language: str, outline: Outline | None) -> Definiti
         symbol = _decode(text[name_node.start_byte : name_node.end_byte])
         receiver = captures.get("receiver")
         if receiver:
-            symbol = _decode(text[receiver[0].start_byte : receiver[0].end_byte]) + "." + symbol
+            owner = _owner(_decode(text[receiver[0].start_byte : receiver[0].end_byte]))
+            symbol = f"{owner}.{symbol}" if owner else symbol
         first, (last, column) = node.start_point[0], node.end_point
         # Ends right after a newline: the node's last row is the one before.
         if column == 0 and last > first:
@@ -209,6 +212,13 @@ def _nested(
         np.asarray([i for i, _ in kept], dtype=np.int64),
         [written for _, written in kept],
     )
+
+
+def _owner(receiver: str) -> str:
+    """What a definition is a member of, from its receiver as written: a dotted name
+    (`Foo.prototype` -> `Foo`, as ctags has it), or "" for anything else (`a().b`)."""
+    owner = receiver.removesuffix(".prototype")
+    return owner if _DOTTED_NAME.fullmatch(owner) else ""
 
 
 def _base_name(written: str) -> str:

@@ -1,12 +1,15 @@
 """Which grammar a path is parsed with, and the tree-sitter queries that find its definitions.
 
-Each query captures `@def` (the node whose lines the definition spans) and `@name` (its name);
-Go methods add `@receiver`, Rust impls capture the implemented type as `@name`. Containers
-(classes, impls, namespaces) are captured like any definition: nesting is worked out from
-the spans, which gives qualified names such as `Flask.route`. The same query finds what a
-definition extends: `@base` with the extending definition as `@inherits` (a Rust impl
-extends its trait; a Go struct its embedded types). Python's bases are read from the text
-(`references`): its outline drops the inside of parentheses.
+Each query captures `@def` (the node whose lines the definition spans) and `@name` (its name).
+Go methods add `@receiver`, as does a JavaScript/TypeScript function assigned to a member at
+the top of a file (`res.send = function`, `Foo.prototype.bar = function`; inside a function
+such an assignment is mostly a test's stub, `Date.now = () => now`). Rust impls capture the
+implemented type as `@name`. Containers (classes, impls, namespaces) are captured like any
+definition: nesting is worked out from the spans, which gives qualified names such as
+`Flask.route`. The same query finds what a definition extends: `@base` with the extending
+definition as `@inherits` (a Rust impl extends its trait; a Go struct its embedded types).
+Python's bases are read from the text (`references`): its outline drops the inside of
+parentheses.
 """
 
 from __future__ import annotations
@@ -39,6 +42,11 @@ _QUERIES: Final[dict[str, str]] = {
             value: [(arrow_function) (function_expression) (class)])) @def
         (variable_declaration (variable_declarator name: (identifier) @name
             value: [(arrow_function) (function_expression) (class)])) @def
+        (program (expression_statement (assignment_expression
+            left: (member_expression
+                object: [(identifier) (member_expression)] @receiver
+                property: (property_identifier) @name)
+            right: [(arrow_function) (function_expression) (class)])) @def)
     """,
     "typescript": """
         (class_declaration name: (_) @name) @def
@@ -51,6 +59,13 @@ _QUERIES: Final[dict[str, str]] = {
         (method_definition name: (_) @name) @def
         (lexical_declaration (variable_declarator name: (identifier) @name
             value: [(arrow_function) (function_expression) (class)])) @def
+        (variable_declaration (variable_declarator name: (identifier) @name
+            value: [(arrow_function) (function_expression) (class)])) @def
+        (program (expression_statement (assignment_expression
+            left: (member_expression
+                object: [(identifier) (member_expression)] @receiver
+                property: (property_identifier) @name)
+            right: [(arrow_function) (function_expression) (class)])) @def)
         (module name: (_) @name) @def
     """,
     "go": """

@@ -137,9 +137,13 @@ def test_imports_and_containment(served: ToolCaller) -> None:
 
 
 def test_other_languages_resolve_calls(served: ToolCaller) -> None:
-    """Go (same package), C (the one definition) and TypeScript private methods resolve."""
+    """Go (same package), C (the one definition), TypeScript private methods and a function
+    JavaScript assigns to a member resolve."""
     assert edges_of(served, "web/timer.ts:Timer.wait", relations=("invoke",)) == {
         ("web/timer.ts:Timer.wait", "web/timer.ts:Timer.#delay", "invoke")
+    }
+    assert edges_of(served, "web/response.js:res.json", relations=("invoke",)) == {
+        ("web/response.js:res.json", "web/response.js:stringify", "invoke")
     }
     assert edges_of(served, "go/srv/server.go:Serve", relations=("invoke",)) == {
         ("go/srv/server.go:Serve", "go/srv/server.go:handle", "invoke")

@@ -68,6 +68,42 @@ const arrow = (a) => a + 1;
     ]
 
 
+def test_javascript_functions_assigned_to_members() -> None:
+    """Functions assigned to a member are definitions under their owner; a prototype's under
+    its constructor, a receiver that is no dotted name drops out of the symbol."""
+    src = b"""var res = module.exports = {};
+
+/** Set the status. */
+res.status = function status(code) {
+  this.statusCode = code;
+  return this;
+};
+
+Router.prototype.route = function (path) {
+  return new Route(path);
+};
+exports.compile = (a) => a + 1;
+make().on.handler = function () {};
+"""
+    assert spans(src, "javascript") == [
+        (1, 1, None),
+        (3, 7, "res.status"),
+        (9, 11, "Router.route"),
+        (12, 12, "exports.compile"),
+        (13, 13, "handler"),
+    ]
+
+
+def test_typescript_var_and_member_functions() -> None:
+    """TS functions bound by `var` and assigned to members are definitions, as in JS."""
+    src = b"""var handler = function (x: number): number { return x; };
+app.listen = (port: number): void => {
+  serve(port);
+};
+"""
+    assert spans(src, "typescript") == [(1, 1, "handler"), (2, 4, "app.listen")]
+
+
 def test_typescript_interfaces_classes_functions() -> None:
     """TS interfaces, classes with methods and exported functions."""
     src = b"""interface Shape { area(): number; }
