@@ -45,6 +45,7 @@ parse could not split it any finer; it would only cost: Django's three minified 
 of written code average about 150 bytes (Linux's register tables), minified code 9 KB.
 """
 _BLANK: Final = b" \t\r\f\v"
+_BLOCK_COMMENT: Final = b"/*"
 _BLANK_TABLE = np.zeros(256, dtype=bool)
 _BLANK_TABLE[list(_BLANK)] = True
 _OUTLINERS: Final = {"c": c_outlines, "python": python_outlines}
@@ -193,7 +194,9 @@ class _Lines:
     def last_stop(self, prefixes: tuple[bytes, ...]) -> I64:
         """For each row, the last row at or before it that would stop a run of leading comments.
 
-        A row stops it when it is blank or does not start (after blanks) with a prefix.
+        A row stops it when it does not start (after blanks) with a prefix, or when it is
+        blank, except one blank row between the end of a block comment and a filled row
+        (`bridged`).
         """
         a, first, ends = self.a, self.first, self.end_array
         n = len(a)
@@ -206,9 +209,26 @@ class _Lines:
                 match &= b1 == prefix[1]
             commented |= match
         stop = self.blank_array | ~commented
+        if _BLOCK_COMMENT in prefixes:
+            stop &= ~self.bridged()
         rows = np.arange(len(first), dtype=np.int64)
         last: I64 = np.maximum.accumulate(np.where(stop, rows, -1))
         return last
+
+    def bridged(self) -> npt.NDArray[np.bool_]:
+        """Blank rows that join a block comment to the filled row below it: a doc comment
+        written a blank line above its definition (Express's style) still leads it."""
+        a, ends, blank = self.a, self.end_array, self.blank_array
+        bridged = np.zeros(len(blank), dtype=bool)
+        if len(a) < 2:
+            return bridged
+        # A line's last two bytes, before a b"\r" (a comment's end has no blanks after it).
+        last = ends - (a[np.maximum(ends - 1, 0)] == ord("\r"))
+        closes = last - self.start_array >= 2
+        closes &= a[np.maximum(last - 2, 0)] == ord("*")
+        closes &= a[np.maximum(last - 1, 0)] == ord("/")
+        bridged[1:-1] = blank[1:-1] & closes[:-2] & ~blank[2:]
+        return bridged
 
 
 def _is_utf8(data: bytes) -> bool:
@@ -270,10 +290,17 @@ class _Emitter:
             self.own(cursor, hi, symbol, kind)
 
     def _with_leading_comments(self, row: int, bound: int) -> int:
+        """The first row of the comments leading the definition on `row` (as `last_stop`)."""
         if not self.prefixes:
             return row
+        bridges = _BLOCK_COMMENT in self.prefixes
         while row - 1 >= bound:
             text = self.lines.line(self.row0 + row - 1).lstrip(_BLANK)
+            if not text and bridges and row - 2 >= bound:
+                above = self.lines.line(self.row0 + row - 2).removesuffix(b"\r")
+                if above.endswith(b"*/"):
+                    row -= 1
+                    continue
             if not text or not text.startswith(self.prefixes):
                 break
             row -= 1

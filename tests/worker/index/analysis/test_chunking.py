@@ -69,8 +69,7 @@ const arrow = (a) => a + 1;
 
 
 def test_javascript_functions_assigned_to_members() -> None:
-    """Functions assigned to a member are definitions under their owner; a prototype's under
-    its constructor, a receiver that is no dotted name drops out of the symbol."""
+    """A function assigned to a member is defined under its owner, a prototype's under its class."""
     src = b"""var res = module.exports = {};
 
 /** Set the status. */
@@ -92,6 +91,27 @@ make().on.handler = function () {};
         (12, 12, "exports.compile"),
         (13, 13, "handler"),
     ]
+
+
+def test_a_doc_comment_a_blank_line_above_its_definition_leads_it() -> None:
+    """A block comment one blank line above a definition leads it; two blanks or `//` do not."""
+    src = b"""/**
+ * Doc.
+ */
+
+int f() { return 1; }
+/* two blanks */
+
+
+int g() { return 1; }
+// line
+
+int h() { return 1; }
+"""
+    expected = [(1, 5, "f"), (6, 6, None), (9, 9, "g"), (10, 10, None), (12, 12, "h")]
+    assert spans(src, "cpp") == expected
+    js = src.replace(b"int ", b"function ")
+    assert spans(js, "javascript") == expected
 
 
 def test_typescript_var_and_member_functions() -> None:
