@@ -204,6 +204,10 @@ func New() *Store {
 func (s *Store) Get(k string) string {
 \treturn normalize(k)
 }
+
+func (s *Store) Has(k string) bool {
+\treturn s.Get(k) != ""
+}
 """,
         "store/util.go": """package store
 
@@ -232,6 +236,7 @@ func run() {}
         {
             ("main.go", "store", "import"),
             ("store/store.go:Store.Get", "store/util.go:normalize", "invoke"),
+            ("store/store.go:Store.Has", "store/store.go:Store.Get", "invoke"),
             ("main.go:main", "store/store.go:New", "invoke"),
             ("main.go:main", "store/store.go:Store.Get", "invoke"),
             ("main.go:main", "main.go:run", "invoke"),

@@ -110,6 +110,11 @@ GRAPH_FILES: dict[str, Content] = {
         "package srv\n\nfunc Serve() int {\n\treturn handle()\n}\n\n"
         "func handle() int {\n\treturn 1\n}\n"
     ),
+    "go/srv/conn.go": (
+        "package srv\n\ntype Conn struct{}\n\nfunc (c *Conn) Close() error {\n"
+        "\treturn c.flush()\n}\n"
+    ),
+    "go/srv/flush.go": "package srv\n\nfunc (c *Conn) flush() error {\n\treturn nil\n}\n",
     "c/list.h": "int list_len(struct list *l);\n",
     "c/list.c": (
         '#include "list.h"\n\nstatic int count_nodes(struct list *l)\n{\n\treturn 0;\n}\n\n'

@@ -65,6 +65,10 @@ class Definitions:
     """For each base found, the index of the definition that extends it."""
     base: list[str] = field(default_factory=list)
     """What each extends, as written, without type arguments (`B` of `B<T>`)."""
+    receiver_of: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
+    """The definitions (Go methods) that name their receiver."""
+    receiver_name: list[str] = field(default_factory=list)
+    """The name each gives its receiver (`c` of `func (c *Context) Next()`)."""
 
     def rows(self) -> list[tuple[int, int, str, str]]:
         """(start row, end row, symbol, kind) of each, in order."""
@@ -137,6 +141,7 @@ def definitions(data: bytes, language: str, outline: Outline | None) -> Definiti
     # By (start, -end): sorted, an enclosing node comes before those it holds.
     found: dict[tuple[int, int], tuple[str, str, int, int]] = {}
     bases: list[tuple[tuple[int, int], str]] = []
+    receivers: dict[tuple[int, int], str] = {}
     for _, captures in matches:
         extending = captures.get("inherits")
         if extending:
@@ -155,20 +160,25 @@ def definitions(data: bytes, language: str, outline: Outline | None) -> Definiti
         if receiver:
             owner = _owner(_decode(text[receiver[0].start_byte : receiver[0].end_byte]))
             symbol = f"{owner}.{symbol}" if owner else symbol
+        named = captures.get("receiver_name")
+        if named:
+            receivers[key] = _decode(text[named[0].start_byte : named[0].end_byte])
         first, (last, column) = node.start_point[0], node.end_point
         # Ends right after a newline: the node's last row is the one before.
         if column == 0 and last > first:
             last -= 1
         found[key] = (symbol, node.type, first, last)
-    return _nested(found, bases, outline)
+    return _nested(found, bases, receivers, outline)
 
 
 def _nested(
     found: dict[tuple[int, int], tuple[str, str, int, int]],
     bases: list[tuple[tuple[int, int], str]],
+    receivers: dict[tuple[int, int], str],
     outline: Outline | None,
 ) -> Definitions:
-    """The definitions found (by (start byte, -end byte)) nested in pre-order, with bases."""
+    """The definitions found (by (start byte, -end byte)) nested in pre-order, with bases
+    and receiver names."""
     if not found:
         return NO_DEFINITIONS
     firsts: list[int] = []
@@ -203,6 +213,7 @@ def _nested(
     if outline is not None:
         start_row, end_row = outline.rows[start_row], outline.rows[end_row]
     kept = [(index_of[key], written) for key, written in bases if key in index_of]
+    named = [(index_of[key], name) for key, name in receivers.items() if key in index_of]
     return Definitions(
         start_row,
         end_row,
@@ -211,6 +222,8 @@ def _nested(
         np.asarray(parents, dtype=np.int64),
         np.asarray([i for i, _ in kept], dtype=np.int64),
         [written for _, written in kept],
+        np.asarray([i for i, _ in named], dtype=np.int64),
+        [name for _, name in named],
     )
 
 

@@ -1,9 +1,10 @@
 """Which grammar a path is parsed with, and the tree-sitter queries that find its definitions.
 
 Each query captures `@def` (the node whose lines the definition spans) and `@name` (its name).
-Go methods add `@receiver`, as does a JavaScript/TypeScript function assigned to a member at
-the top of a file (`res.send = function`, `Foo.prototype.bar = function`; inside a function
-such an assignment is mostly a test's stub, `Date.now = () => now`). Rust impls capture the
+Go methods add `@receiver` (the type) and `@receiver_name` (`c` of `func (c *Context)`). A
+JavaScript/TypeScript function assigned to a member at the top of a file has its owner as
+`@receiver` (`res.send = function`, `Foo.prototype.bar = function`; inside a function such
+an assignment is mostly a test's stub, `Date.now = () => now`). Rust impls capture the
 implemented type as `@name`. Containers (classes, impls, namespaces) are captured like any
 definition: nesting is worked out from the spans, which gives qualified names such as
 `Flask.route`. The same query finds what a definition extends: `@base` with the extending
@@ -71,7 +72,9 @@ _QUERIES: Final[dict[str, str]] = {
     "go": """
         (function_declaration name: (identifier) @name) @def
         (method_declaration
-            receiver: (parameter_list (parameter_declaration type: [
+            receiver: (parameter_list (parameter_declaration
+                name: (identifier)? @receiver_name
+                type: [
                 (type_identifier) @receiver
                 (pointer_type (type_identifier) @receiver)
                 (generic_type type: (type_identifier) @receiver)

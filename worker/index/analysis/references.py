@@ -1,12 +1,14 @@
 """The entities of a batch of blobs and what each refers to: imports, calls, bases.
 
 Entities are the definitions the parser found (`definitions`), contained in one another and
-in their blob. References are written as the source writes them (`os.path.join`,
-`./util`, `linux/slab.h`) and held by the innermost entity whose lines hold them (-1: the
-file itself). Calls are found lexically, outside comments and strings (see `call_kernels`),
-one per (entity, callee), at its first line; imports by each language's statements (see
-`imports`); bases from the parse, and for Python from the class header. Nothing is resolved
-here: the graph view resolves per commit, and drops what it cannot resolve.
+in their blob. References are written as the source writes them (`os.path.join`, `./util`,
+`linux/slab.h`), except a call through a Go method's receiver, whose name is the method's
+own choice: `c.Next` in `func (c *Context)` is stored as `this.Next`. Each is held by the
+innermost entity whose lines hold it (-1: the file itself). Calls are found lexically,
+outside comments and strings (see `call_kernels`), one per (entity, callee), at its first
+line; imports by each language's statements (see `imports`); bases from the parse, and for
+Python from the class header. Nothing is resolved here: the graph view resolves per commit,
+and drops what it cannot resolve.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Final, NamedTuple
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from worker.index.analysis.definitions import MAX_NESTING, Definitions
 from worker.index.analysis.imports import imports
@@ -439,16 +442,50 @@ def batch_references(
     blob = np.concatenate([np.asarray(blobs, dtype=np.int64), call_blob])
     order = np.argsort(blob, kind="stable")
     nulls = pa.nulls(n_calls, pa.string())
+    called = _through_receivers(
+        joined.a, found, firsts=firsts, entity=call_entity, start=call_start, end=call_end
+    )
     return BatchReferences(
         blob=blob[order],
         entity=np.concatenate([np.asarray(entity_of, dtype=np.int64), call_entity])[order],
         relation=np.concatenate(
             [np.asarray(relation, dtype=np.uint8), np.full(n_calls, Relation.INVOKE, np.uint8)]
         )[order],
-        target=pa.concat_arrays(
-            [pa.array(targets, pa.string()), _slices(joined.a, call_start, call_end)]
-        ).take(pa.array(order)),
+        target=pa.concat_arrays([pa.array(targets, pa.string()), called]).take(pa.array(order)),
         name=pa.concat_arrays([pa.array(names, pa.string()), nulls]).take(pa.array(order)),
         alias=pa.concat_arrays([pa.array(aliases, pa.string()), nulls]).take(pa.array(order)),
         row=np.concatenate([np.asarray(rows, dtype=np.int64), call_row])[order],
     )
+
+
+def _through_receivers(
+    a: U8,
+    found: Sequence[Definitions],
+    *,
+    firsts: I64,
+    entity: I64,
+    start: I64,
+    end: I64,
+) -> pa.Array:
+    """The calls' targets as written, but `this.` for a Go method's receiver's name."""
+    targets = _slices(a, start, end)
+    names: dict[int, bytes] = {}
+    for i, definitions in enumerate(found):
+        first = int(firsts[i])
+        for d, name in zip(
+            definitions.receiver_of.tolist(), definitions.receiver_name, strict=True
+        ):
+            names[first + d] = name.encode() + b"."
+    if not names:
+        return targets
+    through = np.zeros(len(targets), dtype=bool)
+    written: list[str] = []
+    held = np.flatnonzero(np.isin(entity, np.fromiter(names, dtype=np.int64, count=len(names))))
+    for r in held.tolist():
+        prefix, call = names[int(entity[r])], a[start[r] : end[r]].tobytes()
+        if call.startswith(prefix):
+            through[r] = True
+            written.append("this." + call[len(prefix) :].decode())
+    if not written:
+        return targets
+    return pc.replace_with_mask(targets, pa.array(through), pa.array(written, pa.string()))

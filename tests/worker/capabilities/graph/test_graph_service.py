@@ -137,8 +137,8 @@ def test_imports_and_containment(served: ToolCaller) -> None:
 
 
 def test_other_languages_resolve_calls(served: ToolCaller) -> None:
-    """Go (same package), C (the one definition), TypeScript private methods and a function
-    JavaScript assigns to a member resolve."""
+    """Go (same package; through a method's receiver, across files), C (the one definition),
+    TypeScript private methods and a function JavaScript assigns to a member resolve."""
     assert edges_of(served, "web/timer.ts:Timer.wait", relations=("invoke",)) == {
         ("web/timer.ts:Timer.wait", "web/timer.ts:Timer.#delay", "invoke")
     }
@@ -147,6 +147,9 @@ def test_other_languages_resolve_calls(served: ToolCaller) -> None:
     }
     assert edges_of(served, "go/srv/server.go:Serve", relations=("invoke",)) == {
         ("go/srv/server.go:Serve", "go/srv/server.go:handle", "invoke")
+    }
+    assert edges_of(served, "go/srv/conn.go:Conn.Close", relations=("invoke",)) == {
+        ("go/srv/conn.go:Conn.Close", "go/srv/flush.go:Conn.flush", "invoke")
     }
     assert edges_of(served, "c/list.c:list_len", relations=("invoke",)) == {
         ("c/list.c:list_len", "c/list.c:count_nodes", "invoke")

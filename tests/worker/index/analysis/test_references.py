@@ -153,6 +153,23 @@ def test_go_method_definitions_are_not_calls() -> None:
     assert calls(rows) == [("R.Get", "lookup")]
 
 
+def test_go_calls_through_the_receiver_are_stored_as_this() -> None:
+    """In `func (c *Context)`, `c.Next()` is `this.Next`; another object's call stays."""
+    source = (
+        b"package gin\n\nfunc (c *Context) Abort() {\n\tc.Next()\n\tc.engine.Run()\n"
+        b"\tgo func() { c.reset() }()\n\tcopy.Next()\n}\n\n"
+        b"func (*Context) Reset() {\n\tc.Next()\n}\n"
+    )
+    rows = analyse({"context.go": source})["context.go"]
+    assert calls(rows) == [
+        ("Context.Abort", "this.Next"),
+        ("Context.Abort", "this.engine.Run"),
+        ("Context.Abort", "this.reset"),
+        ("Context.Abort", "copy.Next"),
+        ("Context.Reset", "c.Next"),
+    ]
+
+
 def test_private_members_are_called_through_this() -> None:
     """`this.#name(` is a call of the private member, not of a bare `name`."""
     source = (

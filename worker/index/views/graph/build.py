@@ -460,7 +460,7 @@ def _resolve_calls(
         file, holder = owner_file[r], holders[r]
         context = -2
         if parts[0] in _SELF_NAMES or scopes.files[file].grammar in _MEMBER_SCOPED:
-            enclosing = scopes.enclosing_class(holder, parents)
+            enclosing = scopes.receiver_class(holder, parents)
             context = -1 if enclosing is None else enclosing
         key = (file, context, target)
         if key in meanings:

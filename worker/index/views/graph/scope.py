@@ -1,10 +1,11 @@
 """What a name means where it is written: the scopes and module rules the graph resolves by.
 
 A reference is resolved only when a language's rules say what it names: a top-level
-definition of its file, a name its imports bind, a method of the enclosing class (and of
-its bases), a module's member, a definition of the same package (Go, Java), or the one
-definition of that name in C and C++ (one global namespace). Anything else (a library, a
-builtin, a method on an object of unknown type) is left unresolved, never guessed.
+definition of its file, a name its imports bind, a method of the enclosing class or of a Go
+method's receiver type (and of its bases), a module's member, a definition of the same
+package (Go, Java), or the one definition of that name in C and C++ (one global namespace).
+Anything else (a library, a builtin, a method on an object of unknown type) is left
+unresolved, never guessed.
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ class Scopes:
         self._by_suffix: dict[tuple[str, str], int | None] = {}
         self._ending: dict[str, int | None] = {}
         self._python_modules: dict[str, list[int]] = defaultdict(list)
+        self._go_receivers: dict[int, str] = {}
+        """A Go method's node -> the name of its receiver's type (`Context` of `Context.Next`)."""
         for path, node in file_nodes.items():
             parent, _, name = path.rpartition("/")
             self.children[dir_nodes[parent] if parent else -1][name] = node
@@ -104,6 +107,8 @@ class Scopes:
             scope.top.setdefault(name, node)
         elif owner:
             self.members[(scope.node, owner)].setdefault(name, node)
+            if top_level and scope.grammar == "go":
+                self._go_receivers[node] = owner
         if self.types[node] == EntityType.CLASS:
             self.class_key[node] = (scope.node, qualified)
 
@@ -293,12 +298,25 @@ class Scopes:
         if key is None:
             return None
         method = self.members.get(key, {}).get(name)
+        if method is None and self.files[key[0]].grammar == "go":
+            method = self._go_method(key, name)
         if method is not None:
             return method
         for base in self.bases.get(key, []):
             inherited = self.member(base, name, depth + 1)
             if inherited is not None:
                 return inherited
+        return None
+
+    def _go_method(self, key: tuple[int, str], name: str) -> int | None:
+        """A method of a Go type declared in another file of its package."""
+        package = self.dir_nodes.get(posixpath.dirname(self.files[key[0]].path), -1)
+        for file in self.children.get(package, {}).values():
+            if file != key[0] and file in self.files and self.files[file].grammar == "go":
+                self.scope(file)
+                method = self.members.get((file, key[1]), {}).get(name)
+                if method is not None:
+                    return method
         return None
 
     def enclosing_class(self, holder: int, parents: Sequence[int]) -> int | None:
@@ -309,6 +327,20 @@ class Scopes:
                 return node
             node = parents[node]
         return None
+
+    def receiver_class(self, holder: int, parents: Sequence[int]) -> int | None:
+        """The class `self`/`this` means in an entity: the innermost class holding it, or a Go
+        method's receiver type (declared in its package)."""
+        found = self.enclosing_class(holder, parents)
+        if found is not None or holder < 0 or self.types[holder] == EntityType.FILE:
+            return found
+        file = self._file_of(holder)
+        self.scope(file)
+        owner = self._go_receivers.get(holder)
+        if owner is None:
+            return None
+        found = self.lookup(file, holder, owner, parents)
+        return found if found is not None and self.types[found] == EntityType.CLASS else None
 
     def lookup(self, file: int, holder: int, name: str, parents: Sequence[int]) -> int | None:
         """What a bare name means in `holder` (an entity, or the file itself)."""
@@ -360,7 +392,7 @@ class Scopes:
         """What `a.b.c` means in `holder`: the first name looked up, the rest as members."""
         first = parts[0]
         if first in _SELF and holder != file:
-            node = self.enclosing_class(holder, parents)
+            node = self.receiver_class(holder, parents)
         else:
             node = self.lookup(file, holder, first, parents)
         for part in parts[1:]:
