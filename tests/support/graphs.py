@@ -90,7 +90,12 @@ GRAPH_FILES: dict[str, Content] = {
     "web/response.js": (
         "var res = module.exports = {};\n\nres.json = function json(body) {\n"
         "  return this.send(stringify(body));\n};\n\n"
+        "res.send = function send(body) {\n  return body;\n};\n\n"
         "function stringify(value) {\n  return JSON.stringify(value);\n}\n"
+    ),
+    "web/view.js": (
+        "function View(name) {\n  this.path = this.lookup(name);\n}\n\n"
+        "View.prototype.lookup = function lookup(name) {\n  return name;\n};\n"
     ),
     "web/timer.ts": (
         "export class Timer {\n  #count = 0;\n\n  #delay(): number {\n    return 1;\n  }\n\n"

@@ -138,12 +138,17 @@ def test_imports_and_containment(served: ToolCaller) -> None:
 
 def test_other_languages_resolve_calls(served: ToolCaller) -> None:
     """Go (same package; through a method's receiver, across files), C (the one definition),
-    TypeScript private methods and a function JavaScript assigns to a member resolve."""
+    TypeScript private methods, JavaScript functions assigned to an object or a prototype and
+    their `this` resolve."""
     assert edges_of(served, "web/timer.ts:Timer.wait", relations=("invoke",)) == {
         ("web/timer.ts:Timer.wait", "web/timer.ts:Timer.#delay", "invoke")
     }
     assert edges_of(served, "web/response.js:res.json", relations=("invoke",)) == {
-        ("web/response.js:res.json", "web/response.js:stringify", "invoke")
+        ("web/response.js:res.json", "web/response.js:stringify", "invoke"),
+        ("web/response.js:res.json", "web/response.js:res.send", "invoke"),
+    }
+    assert edges_of(served, "web/view.js:View", relations=("invoke",)) == {
+        ("web/view.js:View", "web/view.js:View.lookup", "invoke")
     }
     assert edges_of(served, "go/srv/server.go:Serve", relations=("invoke",)) == {
         ("go/srv/server.go:Serve", "go/srv/server.go:handle", "invoke")

@@ -462,6 +462,8 @@ def _resolve_calls(
         if parts[0] in _SELF_NAMES or scopes.files[file].grammar in _MEMBER_SCOPED:
             enclosing = scopes.receiver_class(holder, parents)
             context = -1 if enclosing is None else enclosing
+            if enclosing is None and parts[0] in _SELF_NAMES:
+                context = holder  # `this` outside a class is the function's own (`_owned`)
         key = (file, context, target)
         if key in meanings:
             callee = meanings[key]

@@ -22,6 +22,8 @@ _JS_EXTENSIONS: Final = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 _SELF: Final = frozenset({"self", "this", "cls", "Self"})
 _MAX_BASE_DEPTH: Final = 6
 _C_FAMILY: Final = frozenset({"c", "cpp"})
+_OWNED: Final = frozenset({"go", "javascript", "typescript", "tsx"})
+"""Languages whose top-level functions may be methods of an object (see `Scopes._owners`)."""
 
 
 @dataclass(slots=True)
@@ -75,8 +77,11 @@ class Scopes:
         self._by_suffix: dict[tuple[str, str], int | None] = {}
         self._ending: dict[str, int | None] = {}
         self._python_modules: dict[str, list[int]] = defaultdict(list)
-        self._go_receivers: dict[int, str] = {}
-        """A Go method's node -> the name of its receiver's type (`Context` of `Context.Next`)."""
+        self._owners: dict[int, str] = {}
+        """What `this` is in a top-level Go or JavaScript function, by the function's node: a
+        Go method's receiver type (`Context` of `Context.Next`), the object a JavaScript
+        function is assigned to (`res` of `res.json`, `Router` of `Router.prototype.route`),
+        or a JavaScript function's own name (a constructor, whose prototype holds methods)."""
         for path, node in file_nodes.items():
             parent, _, name = path.rpartition("/")
             self.children[dir_nodes[parent] if parent else -1][name] = node
@@ -107,8 +112,8 @@ class Scopes:
             scope.top.setdefault(name, node)
         elif owner:
             self.members[(scope.node, owner)].setdefault(name, node)
-            if top_level and scope.grammar == "go":
-                self._go_receivers[node] = owner
+        if top_level and scope.grammar in _OWNED and (owner or scope.grammar != "go"):
+            self._owners[node] = owner or name
         if self.types[node] == EntityType.CLASS:
             self.class_key[node] = (scope.node, qualified)
 
@@ -335,12 +340,18 @@ class Scopes:
         if found is not None or holder < 0 or self.types[holder] == EntityType.FILE:
             return found
         file = self._file_of(holder)
-        self.scope(file)
-        owner = self._go_receivers.get(holder)
+        owner = self._owners.get(holder) if self.scope(file).grammar == "go" else None
         if owner is None:
             return None
         found = self.lookup(file, holder, owner, parents)
         return found if found is not None and self.types[found] == EntityType.CLASS else None
+
+    def _owned(self, file: int, holder: int, name: str) -> int | None:
+        """`this.name` in a top-level function with no class: a method of its owner in its file
+        (`this.send` in `res.json` is `res.send`)."""
+        self.scope(file)
+        owner = self._owners.get(holder)
+        return None if owner is None else self.members.get((file, owner), {}).get(name)
 
     def lookup(self, file: int, holder: int, name: str, parents: Sequence[int]) -> int | None:
         """What a bare name means in `holder` (an entity, or the file itself)."""
@@ -393,6 +404,8 @@ class Scopes:
         first = parts[0]
         if first in _SELF and holder != file:
             node = self.receiver_class(holder, parents)
+            if node is None and len(parts) > 1:
+                node, parts = self._owned(file, holder, parts[1]), parts[1:]
         else:
             node = self.lookup(file, holder, first, parents)
         for part in parts[1:]:
