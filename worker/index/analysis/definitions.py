@@ -156,6 +156,8 @@ def definitions(data: bytes, language: str, outline: Outline | None) -> Definiti
             continue
         name_node = captures["name"][0]
         symbol = _decode(text[name_node.start_byte : name_node.end_byte])
+        if node.type == "impl_item" and _forwards(node, text, symbol):
+            continue
         receiver = captures.get("receiver")
         if receiver:
             owner = _owner(_decode(text[receiver[0].start_byte : receiver[0].end_byte]))
@@ -225,6 +227,21 @@ def _nested(
         np.asarray([i for i, _ in named], dtype=np.int64),
         [name for _, name in named],
     )
+
+
+def _forwards(impl: tree_sitter.Node, text: bytes, name: str) -> bool:
+    """Whether a Rust impl is for a reference to its own type parameter (`impl<R: Read> Read
+    for &mut R`): it forwards to whatever R is, so it is no type's, and `R::read(self)` in
+    it must not read as a call of itself."""
+    written = impl.child_by_field_name("type")
+    parameters = impl.child_by_field_name("type_parameters")
+    if written is None or written.type != "reference_type" or parameters is None:
+        return False
+    for parameter in parameters.named_children:
+        named = parameter.child_by_field_name("name") or parameter
+        if _decode(text[named.start_byte : named.end_byte]) == name:
+            return True
+    return False
 
 
 def _owner(receiver: str) -> str:

@@ -103,7 +103,11 @@ _QUERIES: Final[dict[str, str]] = {
         (impl_item type: [
             (type_identifier) @name
             (generic_type type: (type_identifier) @name)
-            (scoped_type_identifier name: (type_identifier) @name)]) @def
+            (scoped_type_identifier name: (type_identifier) @name)
+            (reference_type type: [
+                (type_identifier) @name
+                (generic_type type: (type_identifier) @name)
+                (scoped_type_identifier name: (type_identifier) @name)])]) @def
     """,
     "c": """
         (function_definition declarator: [

@@ -100,3 +100,25 @@ def test_tree_walks_back_to_the_same_order(shape: list[tuple[int, str]]) -> None
         if parent >= 0:
             assert found.symbol[i].startswith(found.symbol[parent] + ".")
             assert found.start_row[parent] <= found.start_row[i] <= found.end_row[parent]
+
+
+def test_a_rust_impl_for_a_reference_holds_its_methods() -> None:
+    """`impl Trait for &'a mut Type<T>` is Type's; one for `&mut R`, R its parameter, none's."""
+    source = (
+        b"impl<'a, W> ser::Serializer for &'a mut Serializer<W> {\n"
+        b"    fn serialize_f32(self, v: f32) {}\n"
+        b"}\n"
+        b"impl Display for &a::Path {\n"
+        b"    fn fmt(&self) {}\n"
+        b"}\n"
+        b"impl<'a, R: Read<'a>> Read<'a> for &'a mut R {\n"
+        b"    fn next(&mut self) { R::next(self) }\n"
+        b"}\n"
+    )
+    assert definitions(source, "rust", None).symbol == [
+        "Serializer",
+        "Serializer.serialize_f32",
+        "Path",
+        "Path.fmt",
+        "next",
+    ]
