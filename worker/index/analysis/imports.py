@@ -162,7 +162,8 @@ def javascript_imports(data: bytes) -> list[Import]:
             matched = _JS_REQUIRE.match(data, at, at + _MAX_STATEMENT)
             if matched is not None:
                 found.append(Import(_row(data, at), _text(matched.group(1))))
-    return sorted(set(found))
+    # A name may come twice, once under an alias (`export {a, a as b}`): None sorts first.
+    return sorted(set(found), key=lambda i: (i.row, i.module, i.name or "", i.alias or ""))
 
 
 # Go ------------------------------------------------------------------------------------

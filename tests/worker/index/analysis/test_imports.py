@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from worker.index.analysis.imports import Import, imports
+
+_NAMES = st.sampled_from(["a", "b", "colors", "$x", "_y"])
 
 
 def test_python_plain_from_relative_parenthesised_and_star() -> None:
@@ -47,6 +52,25 @@ def test_javascript_es_modules_and_require() -> None:
     }
     for grammar in ("javascript", "typescript", "tsx"):
         assert set(imports(data, grammar)) == want
+
+
+def test_javascript_name_exported_with_and_without_an_alias() -> None:
+    """`export {a, a as b} from` gives both, in order (chalk's index.js failed its build)."""
+    data = b"export {\n  colors,\n  colors as colorNames,\n} from './styles.js'\n"
+    assert imports(data, "javascript") == [
+        Import(0, "./styles.js", "colors"),
+        Import(0, "./styles.js", "colors", "colorNames"),
+    ]
+
+
+@given(st.lists(st.tuples(_NAMES, st.none() | _NAMES), max_size=6))
+def test_javascript_export_lists_read_every_name(names: list[tuple[str, str | None]]) -> None:
+    """Any `export {…} from` list reads as its names and aliases, sorted, each once."""
+    listed = ", ".join(name if alias is None else f"{name} as {alias}" for name, alias in names)
+    data = f"export {{{listed}}} from './m'\n".encode()
+    found = imports(data, "javascript")
+    assert set(found) == {Import(0, "./m", name, alias) for name, alias in names}
+    assert len(found) == len(set(found))
 
 
 def test_go_single_and_grouped_with_aliases() -> None:
