@@ -15,6 +15,7 @@ from typing import Any, Final, NamedTuple
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import structlog
 
 from worker.index.analysis.chunking import ChunkBatch, chunk_batch
 from worker.index.analysis.grammars import grammar_of
@@ -29,6 +30,8 @@ from worker.index.analysis.references import (
 from worker.index.analysis.trigrams import TrigramCollector
 from worker.index.analysis.vocabulary import TermRows
 from worker.languages import language_of
+
+log = structlog.get_logger(__name__)
 
 BINARY_SNIFF_BYTES: Final = 8000
 BATCH_BYTES: Final = 4 << 20
@@ -153,22 +156,70 @@ class SegmentBuilder:
             blob_index.append(index)
             self.bytes_analysed += len(data)
         if datas:
-            chunked = time.perf_counter()
-            chunks = chunk_batch(datas, grammars)
-            self.phase_seconds["chunk"] += time.perf_counter() - chunked
+            try:
+                chunks, entities, references = self._parsed(datas, grammars)
+            except Exception:  # a parser or reader fault: see `_parsed_as_text`
+                grammars = self._parsed_as_text(
+                    datas, grammars, [self._blob_oids[i] for i in blob_index]
+                )
+                chunks, entities, references = self._parsed(datas, grammars)
             for i, n, data in zip(blob_index, chunks.n_lines, datas, strict=True):
                 # A final line break ends the last line; it does not start another.
                 self._blob_lines[i] = n - data.endswith(b"\n")
             tokenised = time.perf_counter()
-            self._add_chunks(chunks, np.asarray(blob_index, dtype=np.int32))
+            at = np.asarray(blob_index, dtype=np.int32)
+            self._add_chunks(chunks, at)
             trigrams = time.perf_counter()
             self.phase_seconds["tokens"] += trigrams - tokenised
             self._trigrams.add(datas, blob_index)
-            referenced = time.perf_counter()
-            self.phase_seconds["trigrams"] += referenced - trigrams
-            self._add_references(chunks, datas, np.asarray(blob_index, dtype=np.int32))
-            self.phase_seconds["references"] += time.perf_counter() - referenced
+            self.phase_seconds["trigrams"] += time.perf_counter() - trigrams
+            self._entity_parts.append((at, entities))
+            self._reference_parts.append((at, references, self.n_entities))
+            self.n_entities += len(entities.blob)
         self.analyse_seconds += time.perf_counter() - started
+
+    def _parsed(
+        self, datas: list[bytes], grammars: list[str | None]
+    ) -> tuple[ChunkBatch, BatchEntities, BatchReferences]:
+        """A batch's chunks, entities and references: everything a parse decides.
+
+        Changes nothing in the builder, so that a batch whose parse fails can be done again.
+        """
+        chunked = time.perf_counter()
+        chunks = chunk_batch(datas, grammars)
+        referenced = time.perf_counter()
+        self.phase_seconds["chunk"] += referenced - chunked
+        entities = batch_entities(chunks.definitions)
+        references = batch_references(
+            chunks.text, datas, chunks.grammars, chunks.definitions, entities, lexed=chunks.lexemes
+        )
+        self.phase_seconds["references"] += time.perf_counter() - referenced
+        return chunks, entities, references
+
+    def _parsed_as_text(
+        self, datas: list[bytes], grammars: list[str | None], oids: list[bytes]
+    ) -> list[str | None]:
+        """The batch's grammars, without those of the blobs whose parse fails on its own.
+
+        One blob a parser or an import reader cannot take (a fault of ours, met on some
+        repository's file) must not fail its whole commit: it is indexed as text, without
+        definitions or references, and said in the log.
+        """
+        kept = list(grammars)
+        for i, (data, grammar) in enumerate(zip(datas, grammars, strict=True)):
+            if grammar is None:
+                continue
+            try:
+                self._parsed([data], [grammar])
+            except Exception as error:
+                log.warning(
+                    "index.blob_read_as_text",
+                    blob=oids[i].hex(),
+                    grammar=grammar,
+                    error=repr(error),
+                )
+                kept[i] = None
+        return kept
 
     def _add_chunks(self, chunks: ChunkBatch, blob_index: I32) -> None:
         n = len(chunks.blob)
@@ -188,15 +239,6 @@ class SegmentBuilder:
             }
         )
         self.n_chunks += n
-
-    def _add_references(self, chunks: ChunkBatch, datas: list[bytes], blob_index: I32) -> None:
-        entities = batch_entities(chunks.definitions)
-        references = batch_references(
-            chunks.text, datas, chunks.grammars, chunks.definitions, entities, lexed=chunks.lexemes
-        )
-        self._entity_parts.append((blob_index, entities))
-        self._reference_parts.append((blob_index, references, self.n_entities))
-        self.n_entities += len(entities.blob)
 
     def _graph_tables(self) -> tuple[pa.Table, pa.Table]:
         """The entities and references tables, each by blob."""
