@@ -32,6 +32,7 @@ CONTAINER_KINDS: Final = frozenset(
         "enum_declaration",
         "record_declaration",
         "module",
+        "internal_module",
         "impl_item",
         "trait_item",
         "mod_item",

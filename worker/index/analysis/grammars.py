@@ -48,6 +48,8 @@ _QUERIES: Final[dict[str, str]] = {
                 object: [(identifier) (member_expression)] @receiver
                 property: (property_identifier) @name)
             right: [(arrow_function) (function_expression) (class)])) @def)
+        (field_definition property: (_) @name
+            value: [(arrow_function) (function_expression)]) @def
     """,
     "typescript": """
         (class_declaration name: (_) @name) @def
@@ -67,7 +69,10 @@ _QUERIES: Final[dict[str, str]] = {
                 object: [(identifier) (member_expression)] @receiver
                 property: (property_identifier) @name)
             right: [(arrow_function) (function_expression) (class)])) @def)
+        (public_field_definition name: (_) @name
+            value: [(arrow_function) (function_expression)]) @def
         (module name: (_) @name) @def
+        (internal_module name: (_) @name) @def
     """,
     "go": """
         (function_declaration name: (identifier) @name) @def

@@ -143,6 +143,32 @@ export function helper(x: number): number { return x; }
     ]
 
 
+def test_class_fields_holding_functions_and_typescript_namespaces() -> None:
+    """A class field bound to a function is a method; a TS namespace holds its functions."""
+    src = b"""export class Store {
+  count = 0;
+  handle = (event: Event): void => {
+    this.dispatch(event);
+  };
+  dispatch(event: Event) {}
+}
+namespace Util {
+  export function clamp(x: number) { return x; }
+}
+"""
+    assert spans(src, "typescript") == [
+        (1, 2, "Store"),
+        (3, 5, "Store.handle"),
+        (6, 6, "Store.dispatch"),
+        (7, 7, "Store"),
+        (8, 8, "Util"),
+        (9, 9, "Util.clamp"),
+        (10, 10, "Util"),
+    ]
+    js = b"class Store {\n  handle = (event) => {\n    return event;\n  };\n}\n"
+    assert spans(js, "javascript") == [(1, 1, "Store"), (2, 4, "Store.handle"), (5, 5, "Store")]
+
+
 def test_go_funcs_and_methods() -> None:
     """Go functions, methods qualified by receiver type, types with their doc comment."""
     src = b"""package main

@@ -66,6 +66,7 @@ CLASS_KINDS: Final = frozenset(
         "impl_item",
         "mod_item",
         "module",
+        "internal_module",
         "struct_specifier",
         "union_specifier",
         "enum_specifier",
