@@ -515,4 +515,126 @@ double total() {
     ),
 )
 
-CASES = (PYTHON, JAVASCRIPT, TYPESCRIPT, GO, JAVA, RUST, C, CPP)
+RUBY = GraphCase(
+    "ruby",
+    {
+        "lib/shop/base.rb": """module Shop
+  class Base
+    def run
+      prepare
+      execute
+    end
+
+    def prepare
+      nil
+    end
+
+    def execute
+      raise NotImplementedError
+    end
+  end
+end
+""",
+        "lib/shop/engine.rb": """require_relative "base"
+
+module Shop
+  class Engine < Base
+    def execute
+      self.log(summary(3))
+    end
+
+    def log(message)
+      puts message
+    end
+
+    def summary(n)
+      format("%d", n)
+    end
+  end
+end
+""",
+    },
+    frozenset(
+        {
+            ("lib/shop/engine.rb", "lib/shop/base.rb", "import"),
+            ("lib/shop/engine.rb:Shop.Engine", "lib/shop/base.rb:Shop.Base", "inherit"),
+            ("lib/shop/base.rb:Shop.Base.run", "lib/shop/base.rb:Shop.Base.prepare", "invoke"),
+            ("lib/shop/base.rb:Shop.Base.run", "lib/shop/base.rb:Shop.Base.execute", "invoke"),
+            (
+                "lib/shop/engine.rb:Shop.Engine.execute",
+                "lib/shop/engine.rb:Shop.Engine.log",
+                "invoke",
+            ),
+            (
+                "lib/shop/engine.rb:Shop.Engine.execute",
+                "lib/shop/engine.rb:Shop.Engine.summary",
+                "invoke",
+            ),
+        }
+    ),
+)
+
+PHP = GraphCase(
+    "php",
+    {
+        "src/Base.php": """<?php
+namespace Shop;
+
+abstract class Base
+{
+    public function run()
+    {
+        $this->prepare();
+        return $this->execute();
+    }
+
+    protected function prepare()
+    {
+    }
+
+    abstract protected function execute();
+}
+""",
+        "src/Engine.php": """<?php
+namespace Shop;
+
+use Shop\\Util\\Clamp;
+
+class Engine extends Base
+{
+    protected function execute()
+    {
+        return Clamp::clamp(self::limit());
+    }
+
+    private static function limit()
+    {
+        return 3;
+    }
+}
+""",
+        "src/Util/Clamp.php": """<?php
+namespace Shop\\Util;
+
+final class Clamp
+{
+    public static function clamp($x)
+    {
+        return max(0, $x);
+    }
+}
+""",
+    },
+    frozenset(
+        {
+            ("src/Engine.php", "src/Util/Clamp.php:Clamp", "import"),
+            ("src/Engine.php:Engine", "src/Base.php:Base", "inherit"),
+            ("src/Base.php:Base.run", "src/Base.php:Base.prepare", "invoke"),
+            ("src/Base.php:Base.run", "src/Base.php:Base.execute", "invoke"),
+            ("src/Engine.php:Engine.execute", "src/Util/Clamp.php:Clamp.clamp", "invoke"),
+            ("src/Engine.php:Engine.execute", "src/Engine.php:Engine.limit", "invoke"),
+        }
+    ),
+)
+
+CASES = (PYTHON, JAVASCRIPT, TYPESCRIPT, GO, JAVA, RUST, C, CPP, RUBY, PHP)

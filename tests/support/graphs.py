@@ -120,6 +120,20 @@ GRAPH_FILES: dict[str, Content] = {
         "\treturn c.flush()\n}\n"
     ),
     "go/srv/flush.go": "package srv\n\nfunc (c *Conn) flush() error {\n\treturn nil\n}\n",
+    "ruby/app.rb": (
+        'require_relative "helpers"\n\nclass App\n  def route(path)\n'
+        "    redirect normalize(path)\n  end\n\n  def normalize(path)\n    path\n  end\nend\n"
+    ),
+    "ruby/helpers.rb": "module Helpers\n  def h(text) = text\nend\n",
+    "php/Group.php": (
+        "<?php\nnamespace App;\n\nuse App\\Util\\Clamp;\n\nclass Group {\n"
+        "  public function collect() {\n    return $this->register(Clamp::clamp(1));\n  }\n\n"
+        "  private function register($x) {\n    return $x;\n  }\n}\n"
+    ),
+    "php/Util/Clamp.php": (
+        "<?php\nnamespace App\\Util;\n\nclass Clamp {\n"
+        "  public static function clamp($x) {\n    return $x;\n  }\n}\n"
+    ),
     "c/list.h": "int list_len(struct list *l);\n",
     "c/list.c": (
         '#include "list.h"\n\nstatic int count_nodes(struct list *l)\n{\n\treturn 0;\n}\n\n'

@@ -33,6 +33,8 @@ CONTAINER_KINDS: Final = frozenset(
         "record_declaration",
         "module",
         "internal_module",
+        "class",
+        "trait_declaration",
         "impl_item",
         "trait_item",
         "mod_item",

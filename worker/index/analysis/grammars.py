@@ -26,7 +26,7 @@ import tree_sitter
 from worker.languages import extension_of, language_of
 
 PARSED_LANGUAGES: Final = frozenset(
-    {"python", "javascript", "typescript", "tsx", "go", "java", "rust", "c", "cpp"}
+    {"python", "javascript", "typescript", "tsx", "go", "java", "rust", "c", "cpp", "ruby", "php"}
 )
 
 _QUERIES: Final[dict[str, str]] = {
@@ -114,6 +114,21 @@ _QUERIES: Final[dict[str, str]] = {
                 (generic_type type: (type_identifier) @name)
                 (scoped_type_identifier name: (type_identifier) @name)])]) @def
     """,
+    "ruby": """
+        (class name: [(constant) @name (scope_resolution name: (constant) @name)]) @def
+        (module name: [(constant) @name (scope_resolution name: (constant) @name)]) @def
+        (method name: (_) @name) @def
+        (singleton_method name: (_) @name) @def
+    """,
+    "php": """
+        (class_declaration name: (name) @name) @def
+        (interface_declaration name: (name) @name) @def
+        (trait_declaration name: (name) @name) @def
+        (enum_declaration name: (name) @name) @def
+        (function_definition name: (name) @name) @def
+        (method_declaration name: (name) @name) @def
+        (namespace_definition name: (namespace_name) @name body: (compound_statement)) @def
+    """,
     "c": """
         (function_definition declarator: [
             (function_declarator declarator: (identifier) @name)
@@ -164,6 +179,15 @@ _BASE_QUERIES: Final[dict[str, str]] = {
     "rust": """
         (impl_item trait: (_) @base) @inherits
     """,
+    "ruby": """
+        (class superclass: (superclass [(constant) (scope_resolution)] @base)) @inherits
+    """,
+    "php": """
+        (class_declaration (base_clause [(name) (qualified_name)] @base)) @inherits
+        (class_declaration (class_interface_clause [(name) (qualified_name)] @base)) @inherits
+        (interface_declaration (base_clause [(name) (qualified_name)] @base)) @inherits
+        (enum_declaration (class_interface_clause [(name) (qualified_name)] @base)) @inherits
+    """,
     "cpp": """
         (class_specifier (base_class_clause [
             (type_identifier) (qualified_identifier) (template_type)] @base)) @inherits
@@ -182,6 +206,8 @@ _COMMENT_PREFIXES: Final[dict[str, tuple[bytes, ...]]] = {
     "rust": (b"//", b"/*", b"*", b"#["),
     "c": (b"//", b"/*", b"*"),
     "cpp": (b"//", b"/*", b"*", b"template"),
+    "ruby": (b"#",),
+    "php": (b"//", b"/*", b"*", b"#"),
 }
 
 
@@ -194,6 +220,8 @@ _GRAMMAR_OF_LANGUAGE: Final[dict[str, str]] = {
     "rust": "rust",
     "c": "c",
     "cpp": "cpp",
+    "ruby": "ruby",
+    "php": "php",
 }
 
 
@@ -259,6 +287,8 @@ _GRAMMAR_MODULES: Final[dict[str, tuple[str, str]]] = {
     "rust": ("tree_sitter_rust", "language"),
     "c": ("tree_sitter_c", "language"),
     "cpp": ("tree_sitter_cpp", "language"),
+    "ruby": ("tree_sitter_ruby", "language"),
+    "php": ("tree_sitter_php", "language_php"),
 }
 
 

@@ -218,6 +218,62 @@ def java_imports(data: bytes) -> list[Import]:
     return found
 
 
+# PHP -------------------------------------------------------------------------------------
+
+_PHP_USE: Final = re.compile(
+    rb"use\s+(function\s+|const\s+)?\\?([\w\\]+?)"
+    rb"(?:\\\{([^}]*)\}|(?:\s+as\s+(\w+))?)\s*;"
+)
+_PHP_AS: Final = re.compile(r"\\?([\w\\]+?)(?:\s+as\s+(\w+))?")
+
+
+def _php_class(row: int, qualified: str, alias: str | None) -> Import:
+    module, _, name = qualified.rpartition("\\")
+    return Import(row, module, name, alias)
+
+
+def php_imports(data: bytes) -> list[Import]:
+    """`use A\\B\\C;`, `use A\\B\\C as D;` and `use A\\B\\{C, D as E};` (classes; a
+    function or a constant imported by `use function`/`use const` is left out)."""
+    found: list[Import] = []
+    for at in _hits(data, b"use"):
+        if not _at_line_start(data, at):
+            continue
+        matched = _PHP_USE.match(data, at, at + _MAX_STATEMENT)
+        if matched is None or matched.group(1) is not None:
+            continue
+        row, qualified = _row(data, at), _text(matched.group(2))
+        if matched.group(3) is None:
+            alias = matched.group(4)
+            found.append(_php_class(row, qualified, None if alias is None else _text(alias)))
+            continue
+        for part in _text(matched.group(3)).split(","):
+            named = _PHP_AS.fullmatch(part.strip())
+            if named is not None:
+                found.append(_php_class(row, f"{qualified}\\{named.group(1)}", named.group(2)))
+    return found
+
+
+# Ruby ------------------------------------------------------------------------------------
+
+_RUBY_REQUIRE: Final = re.compile(rb"require(_relative)?[ \t(]+['\"]([^'\"\n]+)['\"]")
+
+
+def ruby_imports(data: bytes) -> list[Import]:
+    """`require "a/b"` as written, `require_relative "b"` as `./b`."""
+    found: list[Import] = []
+    hits = sorted({*_hits(data, b"require"), *_hits(data, b"require_relative")})
+    for at in hits:
+        if not _at_line_start(data, at):
+            continue
+        matched = _RUBY_REQUIRE.match(data, at, at + _MAX_STATEMENT)
+        if matched is not None:
+            path = _text(matched.group(2))
+            relative = matched.group(1) is not None and not path.startswith(".")
+            found.append(Import(_row(data, at), f"./{path}" if relative else path))
+    return found
+
+
 # Rust ------------------------------------------------------------------------------------
 
 _RUST_VISIBILITY: Final = rb"pub(?:\s*\([^)]*\))?"
@@ -308,6 +364,8 @@ _BY_GRAMMAR: Final[dict[str, Callable[[bytes], list[Import]]]] = {
     "rust": rust_imports,
     "c": c_imports,
     "cpp": c_imports,
+    "php": php_imports,
+    "ruby": ruby_imports,
 }
 
 

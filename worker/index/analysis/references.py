@@ -70,22 +70,30 @@ _C_LEXING: Final = {
     "javascript": _Lexing(directives=False),
     "typescript": _Lexing(directives=False),
     "tsx": _Lexing(directives=False),
+    "php": _PLAIN,
 }
 """The languages read with C's lexer and word lists, and how. Rust's `#[...]` attributes are
 skipped as directives; Go's backticks are raw strings; Java's three quotes open a text
-block; in JavaScript a `#` starts a private member's name."""
+block; in JavaScript a `#` starts a private member's name; PHP's `#` comments read as
+directives do."""
+_PYTHON_LEXED: Final = ("python", "ruby")
+"""The languages read with Python's lexer (`#` comments, quoted strings), each with its own
+word lists."""
 _NOT_CALLED: Final = {
     "python": (
         "if elif while for return not and or in is assert del except with yield lambda def "
         "class await from import global nonlocal async else try finally pass print exec "
         "raise match case"
     ),
+    "ruby": "if elsif unless until while for return not and or in def class module yield "
+    "super defined when case then do begin rescue ensure lambda proc raise",
     "c": (
         "if for while switch return sizeof typeof __typeof__ __typeof alignof _Alignof "
         "__alignof__ defined __attribute__ __attribute _Static_assert static_assert asm __asm__ "
         "__asm volatile __volatile__ catch function func fn do else case throw synchronized "
         "using decltype noexcept alignas __declspec operator template import match loop unsafe "
         "async await yield instanceof in of delete void with foreach defer select range struct "
+        "isset empty unset list array declare "
         "union enum class interface extends implements super this new"
     ),
 }
@@ -94,10 +102,14 @@ _CALL_AFTER: Final = {
     "python": "return else not and or in is if elif while await yield assert raise del with from",
     "c": (
         "return else case do new throw await yield typeof delete void in of instanceof go "
-        "defer sizeof co_await co_return co_yield default extends range move if while match"
+        "defer sizeof co_await co_return co_yield default extends range move if while match "
+        "echo print"
     ),
 }
 """Words after which `name(` is still a call; after any other word it declares `name`."""
+_DECLARED_AFTER: Final = {"ruby": "def"}
+"""Languages where a call may follow any word (Ruby's `redirect to(path)`): the words after
+which `name(` declares `name` instead."""
 _PY_CLASS_HEAD: Final = re.compile(rb"[ \t]*class[ \t]+\w+[ \t]*\(")
 
 
@@ -220,7 +232,10 @@ def _calls(
     parts: list[tuple[I64, I64, U64]] = []
     capacity = int(np.count_nonzero(text.a == 0x28))  # a call site per `(` at most
     # The outliners read Python, C and C++ with the plain lexers: their lexemes serve those.
-    groups = [("python", [i for i, g in enumerate(grammars) if g == "python"], _PLAIN)]
+    groups = [
+        (family, [i for i, g in enumerate(grammars) if g == family], _PLAIN)
+        for family in _PYTHON_LEXED
+    ]
     groups += [
         ("c", [i for i, g in enumerate(grammars) if _C_LEXING.get(g) == lexing], lexing)
         for lexing in sorted(set(_C_LEXING.values()))
@@ -229,7 +244,7 @@ def _calls(
         if not members:
             continue
         at = np.asarray(members, dtype=np.int64)
-        reused = lexed.get(family) if lexing == _PLAIN else None
+        reused = lexed.get(family) if lexing == _PLAIN else None  # (none is Ruby's)
         skip_starts, skip_ends = _lexemes(text, family, at, reused, lexing)
         out_start = np.empty(capacity, np.int64)
         out_end = np.empty(capacity, np.int64)
@@ -249,7 +264,10 @@ def _calls(
         )
         before = out_before[:n]
         called = ~np.isin(out_hash[:n], _hashes(_NOT_CALLED[family]))
-        called &= (before == 0) | np.isin(before, _hashes(_CALL_AFTER[family]))
+        if family in _DECLARED_AFTER:
+            called &= ~np.isin(before, _hashes(_DECLARED_AFTER[family]))
+        else:
+            called &= (before == 0) | np.isin(before, _hashes(_CALL_AFTER[family]))
         start, end = out_start[:n][called], out_end[:n][called]
         parts.append((start, end, out_hash[:n][called]))
     empty = np.zeros(0, np.int64)
@@ -343,7 +361,7 @@ def _lexemes(
     """
     lexer = (
         python_lexemes
-        if family == "python"
+        if family in _PYTHON_LEXED
         else functools.partial(
             c_lexemes,
             directives=lexing.directives,

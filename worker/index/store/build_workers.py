@@ -51,6 +51,8 @@ _SAMPLE_PATHS: Final[dict[str, str]] = {
     "rust": "sample.rs",
     "c": "sample.c",
     "cpp": "sample.cpp",
+    "ruby": "sample.rb",
+    "php": "sample.php",
 }
 
 

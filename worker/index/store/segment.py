@@ -44,7 +44,7 @@ import pyarrow as pa
 
 from worker.index.analysis.segment_builder import SegmentTables
 
-FORMAT_VERSION: Final = 15
+FORMAT_VERSION: Final = 16
 """Bump on any change a reader of the old format would misread, or that changes what the
 analysis of a blob yields (2: definitions end on their own last line, postings grouped by
 term id; 3: each term's postings in chunk order, laid out by the one-pass sort; 4: the
@@ -54,8 +54,8 @@ raw strings hold no calls; 9: nor a C++ destructor's own line; 10: nor Java's te
 11: functions JavaScript and TypeScript assign to members are definitions; 12: a doc comment
 a blank line above its definition leads its chunk; 13: calls through a Go method's receiver
 are `this.`; 14: a Rust impl for a reference to a type holds its methods; 15: class fields holding
-functions, TypeScript namespaces); readers rebuild on mismatch, so old and new segments
-never mix."""
+functions, TypeScript namespaces; 16: Ruby and PHP are parsed); readers rebuild on mismatch,
+so old and new segments never mix."""
 COMPONENTS: Final = (
     "blobs",
     "chunks",

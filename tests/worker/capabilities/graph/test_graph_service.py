@@ -139,7 +139,8 @@ def test_imports_and_containment(served: ToolCaller) -> None:
 def test_other_languages_resolve_calls(served: ToolCaller) -> None:
     """Go (same package; through a method's receiver, across files), C (the one definition),
     TypeScript private methods, JavaScript functions assigned to an object or a prototype and
-    their `this` resolve."""
+    their `this`, a Ruby method's bare call and `require_relative`, and PHP's `$this->` and
+    `use` resolve."""
     assert edges_of(served, "web/timer.ts:Timer.wait", relations=("invoke",)) == {
         ("web/timer.ts:Timer.wait", "web/timer.ts:Timer.#delay", "invoke")
     }
@@ -155,6 +156,14 @@ def test_other_languages_resolve_calls(served: ToolCaller) -> None:
     }
     assert edges_of(served, "go/srv/conn.go:Conn.Close", relations=("invoke",)) == {
         ("go/srv/conn.go:Conn.Close", "go/srv/flush.go:Conn.flush", "invoke")
+    }
+    assert edges_of(served, "ruby/app.rb:App.route", relations=("invoke",)) == {
+        ("ruby/app.rb:App.route", "ruby/app.rb:App.normalize", "invoke")
+    }
+    assert ("ruby/app.rb", "ruby/helpers.rb", "import") in edges_of(served, "ruby/app.rb")
+    assert edges_of(served, "php/Group.php:Group.collect", relations=("invoke",)) == {
+        ("php/Group.php:Group.collect", "php/Group.php:Group.register", "invoke"),
+        ("php/Group.php:Group.collect", "php/Util/Clamp.php:Clamp.clamp", "invoke"),
     }
     assert edges_of(served, "c/list.c:list_len", relations=("invoke",)) == {
         ("c/list.c:list_len", "c/list.c:count_nodes", "invoke")

@@ -292,6 +292,66 @@ void Widget::draw() {
     ]
 
 
+def test_ruby_modules_classes_and_methods() -> None:
+    """Ruby modules and classes (`A::B` by its last name), methods and `def self.x`."""
+    src = b"""require 'rack'
+
+module Sinatra
+  # Serves requests.
+  class Base < Parent
+    def redirect(uri)
+      halt 302
+    end
+
+    def self.build(app) = new(app)
+  end
+
+  class Sinatra::Application < Base; end
+end
+"""
+    assert spans(src, "ruby") == [
+        (1, 1, None),
+        (3, 3, "Sinatra"),
+        (4, 5, "Sinatra.Base"),
+        (6, 8, "Sinatra.Base.redirect"),
+        (10, 10, "Sinatra.Base.build"),
+        (11, 11, "Sinatra.Base"),
+        (13, 13, "Sinatra.Application"),
+        (14, 14, "Sinatra"),
+    ]
+
+
+def test_php_classes_traits_functions_and_namespaces() -> None:
+    """PHP classes with their doc comment and methods, traits, functions, braced namespaces."""
+    src = b"""<?php
+namespace Slim\\Routing;
+
+/**
+ * A group of routes.
+ */
+final class RouteGroup extends Base
+{
+    public function collect(): void
+    {
+        $this->register(1);
+    }
+}
+
+trait Named { function name() {} }
+function helper($x) { return $x; }
+namespace Other { function inner() {} }
+"""
+    assert spans(src, "php") == [
+        (1, 2, None),
+        (4, 8, "RouteGroup"),
+        (9, 12, "RouteGroup.collect"),
+        (13, 13, "RouteGroup"),
+        (15, 15, "Named.name"),
+        (16, 16, "helper"),
+        (17, 17, "Other.inner"),
+    ]
+
+
 def test_plain_text_line_windows() -> None:
     """Text without a parser becomes blank-trimmed windows of at most TEXT_WINDOW_LINES."""
     lines = [f"line {i}" for i in range(1, 101)]

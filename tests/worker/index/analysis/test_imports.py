@@ -122,6 +122,32 @@ def test_c_includes_at_line_starts_only() -> None:
         assert imports(data, grammar) == [Import(0, "linux/slab.h"), Import(1, "x.h")]
 
 
+def test_php_use_of_classes_aliases_and_groups() -> None:
+    """`use A\\B;`, `as`, `use A\\{B, C as D};`; `use function` and class bodies' `use` of a
+    trait on the class's line are not class imports."""
+    data = (
+        b"<?php\nuse Shop\\Util\\Clamp;\nuse \\Psr\\Log as Logger;\n"
+        b"use Slim\\{App, Routing\\Group as G};\nuse function Foo\\bar;\n"
+        b"class X { use Named; }\n"
+    )
+    assert imports(data, "php") == [
+        Import(1, "Shop\\Util", "Clamp"),
+        Import(2, "Psr", "Log", "Logger"),
+        Import(3, "Slim", "App"),
+        Import(3, "Slim\\Routing", "Group", "G"),
+    ]
+
+
+def test_ruby_require_and_require_relative() -> None:
+    """`require` as written, `require_relative` beside the file; not in a comment."""
+    data = b"require 'json'\nrequire_relative \"base\"\nrequire(\"a/b\")\nx = 1 # require 'z'\n"
+    assert imports(data, "ruby") == [
+        Import(0, "json"),
+        Import(1, "./base"),
+        Import(2, "a/b"),
+    ]
+
+
 def test_unparsed_languages_have_no_imports() -> None:
     """Only parsed languages are read."""
     assert imports(b"import x\n", "markdown") == []

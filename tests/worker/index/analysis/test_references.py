@@ -170,6 +170,31 @@ def test_go_calls_through_the_receiver_are_stored_as_this() -> None:
     ]
 
 
+def test_ruby_calls_follow_any_word_but_def() -> None:
+    """Ruby calls after a method name (`redirect to(x)`), not in comments or strings."""
+    source = (
+        b"class App\n  def route(path)\n    redirect to(path) unless ok?(path)\n"
+        b"    self.halt(1) # log(x)\n    'skip(1)'\n  end\nend\n"
+    )
+    assert calls(analyse({"app.rb": source})["app.rb"]) == [
+        ("App.route", "to"),
+        ("App.route", "self.halt"),
+    ]
+
+
+def test_php_calls_through_this_and_after_echo() -> None:
+    """PHP's `$this->x()`, `self::x()` and `echo x()` are calls; `#` starts a comment."""
+    source = (
+        b"<?php\nclass Group {\n  function collect() {\n"
+        b"    $this->register(1); self::make(); echo helper(2); # note(3)\n  }\n}\n"
+    )
+    assert calls(analyse({"group.php": source})["group.php"]) == [
+        ("Group.collect", "$this->register"),
+        ("Group.collect", "self::make"),
+        ("Group.collect", "helper"),
+    ]
+
+
 def test_private_members_are_called_through_this() -> None:
     """`this.#name(` is a call of the private member, not of a bare `name`."""
     source = (

@@ -30,13 +30,15 @@ from worker.index.views.graph.model import (
     Relation,
     entity_type,
 )
-from worker.index.views.graph.scope import Scopes
+from worker.index.views.graph.scope import MEMBER_SCOPED, Scopes
 from worker.index.views.text import CommitIndex
 
 _SEPARATORS: Final = re.compile(r"\.|::|->")
 I64 = npt.NDArray[np.int64]
-_SELF_NAMES: Final = frozenset({"self", "this", "cls", "Self"})
-_MEMBER_SCOPED: Final = frozenset({"java", "cpp"})
+_SELF_NAMES: Final = frozenset({"self", "this", "cls", "Self", "$this"})
+_ARROW_SELF: Final = frozenset({"this", "$this"})
+"""What may start a `->` chain the graph resolves (C++ `this->x`, PHP `$this->x`); any other
+object's type is unknown."""
 """Languages whose methods reach their class's members by bare name."""
 _CPP_ONLY_KINDS: Final = pa.array(["class_specifier", "namespace_definition"], pa.string())
 """Definitions C's grammar has no node for: a file holding one was parsed as C++."""
@@ -455,11 +457,11 @@ def _resolve_calls(
         r = int(calls[i])
         target = data.target[r] or ""
         parts = _SEPARATORS.split(target)
-        if "->" in target and parts[0] != "this":
+        if "->" in target and parts[0] not in _ARROW_SELF:
             continue
         file, holder = owner_file[r], holders[r]
         context = -2
-        if parts[0] in _SELF_NAMES or scopes.files[file].grammar in _MEMBER_SCOPED:
+        if parts[0] in _SELF_NAMES or scopes.files[file].grammar in MEMBER_SCOPED:
             enclosing = scopes.receiver_class(holder, parents)
             context = -1 if enclosing is None else enclosing
             if enclosing is None and parts[0] in _SELF_NAMES:
@@ -618,6 +620,32 @@ def _rust_import(
     return (scopes.member(base, name) if base is not None else None), alias or name
 
 
+def _php_import(
+    scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
+) -> _Resolved:
+    """The class a `use` names: in the file its namespace path ends with, down to the last
+    directory (PSR-4 maps a namespace's head to some directory, its tail to directories)."""
+    parts = [p for p in module.split("\\") if p] + [name or ""]
+    for start in range(max(1, len(parts) - 1)):
+        found = scopes.file_by_suffix(scopes.files[file].path, "/".join(parts[start:]) + ".php")
+        if found is not None:
+            return scopes.scope(found).top.get(name or "", found), alias or name
+    return None, None
+
+
+def _ruby_import(
+    scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
+) -> _Resolved:
+    """The file a `require` loads: beside the importer (`require_relative`), the one whose
+    path ends with a path that has a directory, or a bare name under `lib/` or the root (a
+    bare `require "json"` is mostly a library's)."""
+    path = module.removesuffix(".rb") + ".rb"
+    if module.startswith(".") or "/" in module:
+        return scopes.file_by_suffix(scopes.files[file].path, path.removeprefix("./")), None
+    found = scopes.file_nodes.get(f"lib/{path}", scopes.file_nodes.get(path))
+    return found, None
+
+
 def _c_import(
     scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
 ) -> _Resolved:
@@ -634,4 +662,6 @@ _IMPORTS: Final = {
     "rust": _rust_import,
     "c": _c_import,
     "cpp": _c_import,
+    "php": _php_import,
+    "ruby": _ruby_import,
 }

@@ -67,6 +67,8 @@ CLASS_KINDS: Final = frozenset(
         "mod_item",
         "module",
         "internal_module",
+        "class",
+        "trait_declaration",
         "struct_specifier",
         "union_specifier",
         "enum_specifier",

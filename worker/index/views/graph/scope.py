@@ -3,9 +3,9 @@
 A reference is resolved only when a language's rules say what it names: a top-level
 definition of its file, a name its imports bind, a method of the enclosing class or of a Go
 method's receiver type (and of its bases), a module's member, a definition of the same
-package (Go, Java), or the one definition of that name in C and C++ (one global namespace).
-Anything else (a library, a builtin, a method on an object of unknown type) is left
-unresolved, never guessed.
+package (Go, Java, PHP), or the one definition of that name in C and C++ (one global
+namespace). Anything else (a library, a builtin, a method on an object of unknown type) is
+left unresolved, never guessed.
 """
 
 from __future__ import annotations
@@ -19,9 +19,12 @@ from typing import Final
 from worker.index.views.graph.model import EntityType
 
 _JS_EXTENSIONS: Final = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
-_SELF: Final = frozenset({"self", "this", "cls", "Self"})
+_SELF: Final = frozenset({"self", "this", "cls", "Self", "$this"})
 _MAX_BASE_DEPTH: Final = 6
 _C_FAMILY: Final = frozenset({"c", "cpp"})
+MEMBER_SCOPED: Final = frozenset({"java", "cpp", "ruby"})
+"""Languages where a bare name in a method may be a member of its class (Ruby's `redirect
+to(x)` is `self.to`)."""
 _OWNED: Final = frozenset({"go", "javascript", "typescript", "tsx"})
 """Languages whose top-level functions may be methods of an object (see `Scopes._owners`)."""
 
@@ -356,7 +359,7 @@ class Scopes:
     def lookup(self, file: int, holder: int, name: str, parents: Sequence[int]) -> int | None:
         """What a bare name means in `holder` (an entity, or the file itself)."""
         scope = self.scope(file)
-        if scope.grammar in ("java", "cpp") and holder != file:
+        if scope.grammar in MEMBER_SCOPED and holder != file:
             # The enclosing classes (and C++ namespaces), innermost first, bases included.
             owner = self.enclosing_class(holder, parents)
             while owner is not None:
@@ -377,9 +380,10 @@ class Scopes:
                 return found
         if scope.grammar == "go":
             return self.member(self.dir_nodes.get(posixpath.dirname(scope.path), -1), name)
-        if scope.grammar == "java":
+        if scope.grammar in ("java", "php"):
+            # A class of the same package (namespace): the file named after it beside this one.
             package = self.dir_nodes.get(posixpath.dirname(scope.path), -1)
-            sibling = self.children.get(package, {}).get(f"{name}.java")
+            sibling = self.children.get(package, {}).get(f"{name}.{scope.grammar}")
             return None if sibling is None else self.scope(sibling).top.get(name)
         if scope.grammar in _C_FAMILY:
             if self._only is None:
