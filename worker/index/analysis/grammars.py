@@ -29,46 +29,40 @@ PARSED_LANGUAGES: Final = frozenset(
     {"python", "javascript", "typescript", "tsx", "go", "java", "rust", "c", "cpp", "ruby", "php"}
 )
 
+_JS_FUNCTIONS: Final = """
+        (class_declaration name: (_) @name) @def
+        (function_declaration name: (identifier) @name) @def
+        (generator_function_declaration name: (identifier) @name) @def
+        (method_definition name: (_) @name) @def
+        (lexical_declaration (variable_declarator name: (identifier) @name
+            value: [(arrow_function) (function_expression) (class)])) @def
+        (variable_declaration (variable_declarator name: (identifier) @name
+            value: [(arrow_function) (function_expression) (class)])) @def
+        (program (expression_statement (assignment_expression
+            left: (member_expression
+                object: [(identifier) (member_expression)] @receiver
+                property: (property_identifier) @name)
+            right: [(arrow_function) (function_expression) (class)])) @def)
+"""
+"""What JavaScript and TypeScript define alike; a class field holding a function is a node
+of its own name in each grammar."""
+
 _QUERIES: Final[dict[str, str]] = {
     "python": """
         (class_definition name: (identifier) @name) @def
         (function_definition name: (identifier) @name) @def
     """,
-    "javascript": """
-        (class_declaration name: (_) @name) @def
-        (function_declaration name: (identifier) @name) @def
-        (generator_function_declaration name: (identifier) @name) @def
-        (method_definition name: (_) @name) @def
-        (lexical_declaration (variable_declarator name: (identifier) @name
-            value: [(arrow_function) (function_expression) (class)])) @def
-        (variable_declaration (variable_declarator name: (identifier) @name
-            value: [(arrow_function) (function_expression) (class)])) @def
-        (program (expression_statement (assignment_expression
-            left: (member_expression
-                object: [(identifier) (member_expression)] @receiver
-                property: (property_identifier) @name)
-            right: [(arrow_function) (function_expression) (class)])) @def)
+    "javascript": _JS_FUNCTIONS
+    + """
         (field_definition property: (_) @name
             value: [(arrow_function) (function_expression)]) @def
     """,
-    "typescript": """
-        (class_declaration name: (_) @name) @def
+    "typescript": _JS_FUNCTIONS
+    + """
         (abstract_class_declaration name: (_) @name) @def
         (interface_declaration name: (_) @name) @def
         (enum_declaration name: (_) @name) @def
         (type_alias_declaration name: (_) @name) @def
-        (function_declaration name: (identifier) @name) @def
-        (generator_function_declaration name: (identifier) @name) @def
-        (method_definition name: (_) @name) @def
-        (lexical_declaration (variable_declarator name: (identifier) @name
-            value: [(arrow_function) (function_expression) (class)])) @def
-        (variable_declaration (variable_declarator name: (identifier) @name
-            value: [(arrow_function) (function_expression) (class)])) @def
-        (program (expression_statement (assignment_expression
-            left: (member_expression
-                object: [(identifier) (member_expression)] @receiver
-                property: (property_identifier) @name)
-            right: [(arrow_function) (function_expression) (class)])) @def)
         (public_field_definition name: (_) @name
             value: [(arrow_function) (function_expression)]) @def
         (module name: (_) @name) @def
