@@ -85,9 +85,13 @@ class Scopes:
         Go method's receiver type (`Context` of `Context.Next`), the object a JavaScript
         function is assigned to (`res` of `res.json`, `Router` of `Router.prototype.route`),
         or a JavaScript function's own name (a constructor, whose prototype holds methods)."""
+        self._go_packages: set[int] = set()
+        """Directories holding a Go file (-1: the root)."""
         for path, node in file_nodes.items():
             parent, _, name = path.rpartition("/")
             self.children[dir_nodes[parent] if parent else -1][name] = node
+            if grammars[path] == "go":
+                self._go_packages.add(dir_nodes[parent] if parent else -1)
             if path.endswith(".py"):
                 module = path[:-3].removesuffix("/__init__").replace("/", ".")
                 parts = module.split(".")
@@ -275,6 +279,8 @@ class Scopes:
                         init = self.children.get(child, {}).get("__init__.py")
                         return init if init is not None else child
                     return child
+            if node not in self._go_packages:
+                return None
             for child in children.values():  # a Go package: its files' definitions
                 package_file = self.files.get(child)
                 if package_file is not None and package_file.grammar == "go":
