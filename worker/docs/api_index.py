@@ -61,6 +61,8 @@ def is_public(path: str, name: str, signature: str) -> bool:
             return head.startswith("export")
         case "c" | "cpp":
             return not re.search(r"\bstatic\b", head.split("(", 1)[0])
+        case "php":
+            return not re.search(r"\b(?:private|protected)\b", head.split("(", 1)[0])
     return not last.startswith("_")
 
 
