@@ -124,7 +124,12 @@ GRAPH_FILES: dict[str, Content] = {
         'require_relative "helpers"\n\nclass App\n  def route(path)\n'
         "    redirect normalize(path)\n  end\n\n  def normalize(path)\n    path\n  end\nend\n"
     ),
-    "ruby/helpers.rb": "module Helpers\n  def h(text) = text\nend\n",
+    "ruby/helpers.rb": "module Helpers\n  def h(text) = text\nend\n\ndef format(x) = x\n",
+    "ruby/shop/base.rb": "module Shop\n  class Base\n    def run = nil\n  end\nend\n",
+    "ruby/shop/engine.rb": (
+        "module Shop\n  class Engine < Base\n    def start\n      run(1)\n      format(2)\n"
+        "    end\n  end\nend\n"
+    ),
     "php/Group.php": (
         "<?php\nnamespace App;\n\nuse App\\Util\\Clamp;\n\nclass Group {\n"
         "  public function collect() {\n    return $this->register(Clamp::clamp(1));\n  }\n\n"

@@ -139,8 +139,8 @@ def test_imports_and_containment(served: ToolCaller) -> None:
 def test_other_languages_resolve_calls(served: ToolCaller) -> None:
     """Go (same package; through a method's receiver, across files), C (the one definition),
     TypeScript private methods, JavaScript functions assigned to an object or a prototype and
-    their `this`, a Ruby method's bare call and `require_relative`, and PHP's `$this->` and
-    `use` resolve."""
+    their `this`, Ruby's bare calls, `require_relative` and bases in a module another file
+    opens, and PHP's `$this->` and `use` resolve."""
     assert edges_of(served, "web/timer.ts:Timer.wait", relations=("invoke",)) == {
         ("web/timer.ts:Timer.wait", "web/timer.ts:Timer.#delay", "invoke")
     }
@@ -161,6 +161,12 @@ def test_other_languages_resolve_calls(served: ToolCaller) -> None:
         ("ruby/app.rb:App.route", "ruby/app.rb:App.normalize", "invoke")
     }
     assert ("ruby/app.rb", "ruby/helpers.rb", "import") in edges_of(served, "ruby/app.rb")
+    assert edges_of(served, "ruby/shop/engine.rb:Shop.Engine", relations=("inherit",)) == {
+        ("ruby/shop/engine.rb:Shop.Engine", "ruby/shop/base.rb:Shop.Base", "inherit")
+    }
+    assert edges_of(served, "ruby/shop/engine.rb:Shop.Engine.start", relations=("invoke",)) == {
+        ("ruby/shop/engine.rb:Shop.Engine.start", "ruby/shop/base.rb:Shop.Base.run", "invoke")
+    }
     assert edges_of(served, "php/Group.php:Group.collect", relations=("invoke",)) == {
         ("php/Group.php:Group.collect", "php/Group.php:Group.register", "invoke"),
         ("php/Group.php:Group.collect", "php/Util/Clamp.php:Clamp.clamp", "invoke"),

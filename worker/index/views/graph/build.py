@@ -294,11 +294,11 @@ def build_graph(index: CommitIndex) -> GraphBuild:
         return n_dirs + int(data.entity_path[node - first]) if node >= first else node
 
     def only_definitions() -> dict[str, int]:
-        # C's top-level names, and C++'s by their qualified names (`geo.Shape`) too.
+        # C's top-level names, and C++'s and Ruby's by their qualified names (`geo.Shape`) too.
         c_family = _in_grammars(grammars, paths, "c", "cpp")
-        cpp = _in_grammars(grammars, paths, "cpp")
+        nested = _in_grammars(grammars, paths, "cpp", "ruby")
         on_path = data.entity_path
-        mine = np.flatnonzero((data.entity_top & c_family[on_path]) | cpp[on_path])
+        mine = np.flatnonzero((data.entity_top & c_family[on_path]) | nested[on_path])
         single, node = _only_of_name(data.name_array.take(pa.array(mine)), first + mine)
         return dict(zip(single, node, strict=True))
 
@@ -415,8 +415,9 @@ def _resolve(
     holders: list[int] = data.holder.tolist()
     for r in np.flatnonzero(data.relation == Relation.INHERIT).tolist():
         file, holder = owner_file[r], holders[r]
-        # A C++ base is named from inside its class's namespaces (`class C : public Shape`).
-        where = holder if scopes.files[file].grammar == "cpp" else file
+        # A C++ or Ruby base is named from inside its class's namespaces or modules
+        # (`class C : public Shape`, `module Shop; class Engine < Base`).
+        where = holder if scopes.files[file].grammar in ("cpp", "ruby") else file
         base = scopes.resolve_chain(file, where, _SEPARATORS.split(data.target[r] or ""), parents)
         if base is not None and types[base] == EntityType.CLASS and base != holder:
             found.add(holder, base, Relation.INHERIT)

@@ -3,7 +3,7 @@
 A reference is resolved only when a language's rules say what it names: a top-level
 definition of its file, a name its imports bind, a method of the enclosing class or of a Go
 method's receiver type (and of its bases), a module's member, a definition of the same
-package (Go, Java, PHP), or the one definition of that name in C and C++ (one global
+package (Go, Java, PHP), or the one definition of that name in C, C++ and Ruby (one global
 namespace). Anything else (a library, a builtin, a method on an object of unknown type) is
 left unresolved, never guessed.
 """
@@ -21,7 +21,10 @@ from worker.index.views.graph.model import EntityType
 _JS_EXTENSIONS: Final = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 _SELF: Final = frozenset({"self", "this", "cls", "Self", "$this"})
 _MAX_BASE_DEPTH: Final = 6
-_C_FAMILY: Final = frozenset({"c", "cpp"})
+_GLOBAL_NAMES: Final = frozenset({"c", "cpp", "ruby"})
+"""Languages whose names are global once loaded: a name defined once in the commit is that
+definition (C's functions; C++'s namespaces and Ruby's modules and classes, reopened across
+files)."""
 MEMBER_SCOPED: Final = frozenset({"java", "cpp", "ruby"})
 """Languages where a bare name in a method may be a member of its class (Ruby's `redirect
 to(x)` is `self.to`)."""
@@ -391,11 +394,13 @@ class Scopes:
             package = self.dir_nodes.get(posixpath.dirname(scope.path), -1)
             sibling = self.children.get(package, {}).get(f"{name}.{scope.grammar}")
             return None if sibling is None else self.scope(sibling).top.get(name)
-        if scope.grammar in _C_FAMILY:
+        # Ruby's global names are its constants (`Base`); a method named alike in two
+        # places may well be a mixin's the graph cannot see.
+        if scope.grammar in _GLOBAL_NAMES and (scope.grammar != "ruby" or name[:1].isupper()):
             if self._only is None:
                 self._only = self._only_definitions()
-            if scope.grammar == "cpp" and holder != file:
-                # A namespace spans files: `geo.Shape` may be defined in another one.
+            if scope.grammar != "c" and holder != file:
+                # A namespace (module) spans files: `geo.Shape` may be defined in another one.
                 owner = self.enclosing_class(holder, parents)
                 key = None if owner is None else self.class_of(owner)
                 prefix = "" if key is None else key[1]
