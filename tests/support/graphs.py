@@ -139,6 +139,12 @@ GRAPH_FILES: dict[str, Content] = {
         "<?php\nnamespace App\\Util;\n\nclass Clamp {\n"
         "  public static function clamp($x) {\n    return $x;\n  }\n}\n"
     ),
+    "cs/Base.cs": "namespace Acme.Shop\n{\n    public class Base\n    {\n    }\n}\n",
+    "cs/Engine.cs": (
+        "namespace Acme.Shop\n{\n    public class Engine : Base\n    {\n"
+        "        [Fact]\n        public int Run()\n        {\n            return Step();\n"
+        "        }\n\n        private int Step() => 1;\n    }\n}\n"
+    ),
     "c/list.h": "int list_len(struct list *l);\n",
     "c/list.c": (
         '#include "list.h"\n\nstatic int count_nodes(struct list *l)\n{\n\treturn 0;\n}\n\n'

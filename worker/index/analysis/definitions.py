@@ -35,6 +35,8 @@ CONTAINER_KINDS: Final = frozenset(
         "internal_module",
         "class",
         "trait_declaration",
+        "struct_declaration",
+        "namespace_declaration",
         "impl_item",
         "trait_item",
         "mod_item",
@@ -72,6 +74,9 @@ class Definitions:
     """The definitions (Go methods) that name their receiver."""
     receiver_name: list[str] = field(default_factory=list)
     """The name each gives its receiver (`c` of `func (c *Context) Next()`)."""
+    name_row: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
+    """The row each one's name is on: after its annotations or attributes (`@Test`,
+    `[Fact]`), which its span includes."""
 
     def rows(self) -> list[tuple[int, int, str, str]]:
         """(start row, end row, symbol, kind) of each, in order."""
@@ -142,7 +147,7 @@ def definitions(data: bytes, language: str, outline: Outline | None) -> Definiti
         tree = parser.parse(text)
     matches = tree_sitter.QueryCursor(grammar(language).query).matches(tree.root_node)
     # By (start, -end): sorted, an enclosing node comes before those it holds.
-    found: dict[tuple[int, int], tuple[str, str, int, int]] = {}
+    found: dict[tuple[int, int], tuple[str, str, int, int, int]] = {}
     bases: list[tuple[tuple[int, int], str]] = []
     receivers: dict[tuple[int, int], str] = {}
     for _, captures in matches:
@@ -172,12 +177,12 @@ def definitions(data: bytes, language: str, outline: Outline | None) -> Definiti
         # Ends right after a newline: the node's last row is the one before.
         if column == 0 and last > first:
             last -= 1
-        found[key] = (symbol, node.type, first, last)
+        found[key] = (symbol, node.type, first, last, name_node.start_point[0])
     return _nested(found, bases, receivers, outline)
 
 
 def _nested(
-    found: dict[tuple[int, int], tuple[str, str, int, int]],
+    found: dict[tuple[int, int], tuple[str, str, int, int, int]],
     bases: list[tuple[tuple[int, int], str]],
     receivers: dict[tuple[int, int], str],
     outline: Outline | None,
@@ -188,6 +193,7 @@ def _nested(
         return NO_DEFINITIONS
     firsts: list[int] = []
     lasts: list[int] = []
+    name_rows: list[int] = []
     symbols: list[str] = []
     kinds: list[str] = []
     parents: list[int] = []
@@ -196,7 +202,7 @@ def _nested(
     index_of: dict[tuple[int, int], int] = {}
     for key in sorted(found):
         start_byte = key[0]
-        symbol, kind, first, last = found[key]
+        symbol, kind, first, last, named_on = found[key]
         while stack and stack[-1][0] <= start_byte:
             stack.pop()
         parent, depth = -1, 1
@@ -210,13 +216,16 @@ def _nested(
         stack.append((-key[1], len(symbols), depth, kind in CONTAINER_KINDS))
         firsts.append(first)
         lasts.append(last)
+        name_rows.append(named_on)
         symbols.append(symbol)
         kinds.append(kind)
         parents.append(parent)
     start_row = np.asarray(firsts, dtype=np.int64)
     end_row = np.asarray(lasts, dtype=np.int64)
+    name_row = np.asarray(name_rows, dtype=np.int64)
     if outline is not None:
         start_row, end_row = outline.rows[start_row], outline.rows[end_row]
+        name_row = outline.rows[name_row]
     kept = [(index_of[key], written) for key, written in bases if key in index_of]
     named = [(index_of[key], name) for key, name in receivers.items() if key in index_of]
     return Definitions(
@@ -229,6 +238,7 @@ def _nested(
         [written for _, written in kept],
         np.asarray([i for i, _ in named], dtype=np.int64),
         [name for _, name in named],
+        name_row,
     )
 
 

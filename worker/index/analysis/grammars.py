@@ -26,7 +26,20 @@ import tree_sitter
 from worker.languages import extension_of, language_of
 
 PARSED_LANGUAGES: Final = frozenset(
-    {"python", "javascript", "typescript", "tsx", "go", "java", "rust", "c", "cpp", "ruby", "php"}
+    {
+        "python",
+        "javascript",
+        "typescript",
+        "tsx",
+        "go",
+        "java",
+        "rust",
+        "c",
+        "cpp",
+        "ruby",
+        "php",
+        "csharp",
+    }
 )
 
 _JS_FUNCTIONS: Final = """
@@ -123,6 +136,16 @@ _QUERIES: Final[dict[str, str]] = {
         (method_declaration name: (name) @name) @def
         (namespace_definition name: (namespace_name) @name body: (compound_statement)) @def
     """,
+    "csharp": """
+        (class_declaration name: (identifier) @name) @def
+        (interface_declaration name: (identifier) @name) @def
+        (struct_declaration name: (identifier) @name) @def
+        (enum_declaration name: (identifier) @name) @def
+        (record_declaration name: (identifier) @name) @def
+        (method_declaration name: (identifier) @name) @def
+        (constructor_declaration name: (identifier) @name) @def
+        (namespace_declaration name: (_) @name) @def
+    """,
     "c": """
         (function_definition declarator: [
             (function_declarator declarator: (identifier) @name)
@@ -182,6 +205,16 @@ _BASE_QUERIES: Final[dict[str, str]] = {
         (interface_declaration (base_clause [(name) (qualified_name)] @base)) @inherits
         (enum_declaration (class_interface_clause [(name) (qualified_name)] @base)) @inherits
     """,
+    "csharp": """
+        (class_declaration (base_list [(identifier) (generic_name) (qualified_name)] @base))
+            @inherits
+        (struct_declaration (base_list [(identifier) (generic_name) (qualified_name)] @base))
+            @inherits
+        (interface_declaration (base_list [(identifier) (generic_name) (qualified_name)] @base))
+            @inherits
+        (record_declaration (base_list [(identifier) (generic_name) (qualified_name)] @base))
+            @inherits
+    """,
     "cpp": """
         (class_specifier (base_class_clause [
             (type_identifier) (qualified_identifier) (template_type)] @base)) @inherits
@@ -202,6 +235,7 @@ _COMMENT_PREFIXES: Final[dict[str, tuple[bytes, ...]]] = {
     "cpp": (b"//", b"/*", b"*", b"template"),
     "ruby": (b"#",),
     "php": (b"//", b"/*", b"*", b"#"),
+    "csharp": (b"//", b"/*", b"*", b"["),
 }
 
 
@@ -216,6 +250,7 @@ _GRAMMAR_OF_LANGUAGE: Final[dict[str, str]] = {
     "cpp": "cpp",
     "ruby": "ruby",
     "php": "php",
+    "csharp": "csharp",
 }
 
 
@@ -283,6 +318,7 @@ _GRAMMAR_MODULES: Final[dict[str, tuple[str, str]]] = {
     "cpp": ("tree_sitter_cpp", "language"),
     "ruby": ("tree_sitter_ruby", "language"),
     "php": ("tree_sitter_php", "language_php"),
+    "csharp": ("tree_sitter_c_sharp", "language"),
 }
 
 

@@ -71,11 +71,12 @@ _C_LEXING: Final = {
     "typescript": _Lexing(directives=False),
     "tsx": _Lexing(directives=False),
     "php": _PLAIN,
+    "csharp": _PLAIN,
 }
 """The languages read with C's lexer and word lists, and how. Rust's `#[...]` attributes are
 skipped as directives; Go's backticks are raw strings; Java's three quotes open a text
 block; in JavaScript a `#` starts a private member's name; PHP's `#` comments read as
-directives do."""
+directives do, as do C#'s `#region` and `#if`."""
 _PYTHON_LEXED: Final = ("python", "ruby")
 """The languages read with Python's lexer (`#` comments, quoted strings), each with its own
 word lists."""
@@ -129,6 +130,8 @@ class BatchEntities:
     """The row (in this batch) of the entity each is nested in, -1 at the top of its blob."""
     start_row: I64
     end_row: I64
+    name_row: I64
+    """The row of each one's name (see `Definitions.name_row`)."""
     name: list[str]
     kind: list[str]
 
@@ -160,6 +163,7 @@ def batch_entities(found: Sequence[Definitions]) -> BatchEntities:
         parent=parent,
         start_row=np.concatenate([empty] + [d.start_row for d in found]),
         end_row=np.concatenate([empty] + [d.end_row for d in found]),
+        name_row=np.concatenate([empty] + [d.name_row for d in found]),
         name=[name for d in found for name in d.symbol],
         kind=[kind for d in found for kind in d.kind],
     )
@@ -281,9 +285,10 @@ def _calls(
     blob = np.searchsorted(text.starts, start, side="right") - 1
     row = np.searchsorted(text.newlines, start) - text.row0[blob]
     entity = _innermost(entities, text, blob, row)
-    # A definition's own name on its first line (`def f(`, `func (r R) f(`) is no call.
-    first_rows = entities.start_row if len(entities.blob) else np.full(1, -1, np.int64)
-    own_line = np.flatnonzero((entity >= 0) & (first_rows[np.maximum(entity, 0)] == row))
+    # A definition's own name on its line (`def f(`, `func (r R) f(`, `@Test void f(`) is no
+    # call.
+    name_rows = entities.name_row if len(entities.blob) else np.full(1, -1, np.int64)
+    own_line = np.flatnonzero((entity >= 0) & (name_rows[np.maximum(entity, 0)] == row))
     if len(own_line):
         data = text.data
         declared = [

@@ -53,6 +53,7 @@ _SAMPLE_PATHS: Final[dict[str, str]] = {
     "cpp": "sample.cpp",
     "ruby": "sample.rb",
     "php": "sample.php",
+    "csharp": "Sample.cs",
 }
 
 

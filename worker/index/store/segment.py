@@ -44,18 +44,19 @@ import pyarrow as pa
 
 from worker.index.analysis.segment_builder import SegmentTables
 
-FORMAT_VERSION: Final = 16
+FORMAT_VERSION: Final = 17
 """Bump on any change a reader of the old format would misread, or that changes what the
 analysis of a blob yields (2: definitions end on their own last line, postings grouped by
 term id; 3: each term's postings in chunk order, laid out by the one-pass sort; 4: the
 trigram components; 5: entities and references; 6: n_lines does not count the empty line
-after a final line break; 7: calls of JavaScript private members, `this.#name(`; 8: Go's
-raw strings hold no calls; 9: nor a C++ destructor's own line; 10: nor Java's text blocks;
-11: functions JavaScript and TypeScript assign to members are definitions; 12: a doc comment
-a blank line above its definition leads its chunk; 13: calls through a Go method's receiver
-are `this.`; 14: a Rust impl for a reference to a type holds its methods; 15: class fields holding
-functions, TypeScript namespaces; 16: Ruby and PHP are parsed); readers rebuild on mismatch,
-so old and new segments never mix."""
+after a final line break; 7: calls of JavaScript private members, `this.#name(`; 8: Go's raw
+strings hold no calls; 9: nor a C++ destructor's own line; 10: nor Java's text blocks; 11:
+functions JavaScript and TypeScript assign to members are definitions; 12: a doc comment a
+blank line above its definition leads its chunk; 13: calls through a Go method's receiver
+are `this.`; 14: a Rust impl for a reference to a type holds its methods; 15: class fields
+holding functions, TypeScript namespaces; 16: Ruby and PHP are parsed; 17: C# is parsed, and
+an annotated definition's own name is no call); readers rebuild on mismatch, so old and new
+segments never mix."""
 COMPONENTS: Final = (
     "blobs",
     "chunks",

@@ -140,7 +140,7 @@ def test_other_languages_resolve_calls(served: ToolCaller) -> None:
     """Go (same package; through a method's receiver, across files), C (the one definition),
     TypeScript private methods, JavaScript functions assigned to an object or a prototype and
     their `this`, Ruby's bare calls, `require_relative` and bases in a module another file
-    opens, and PHP's `$this->` and `use` resolve."""
+    opens, PHP's `$this->` and `use`, and C#'s bases across a namespace's files resolve."""
     assert edges_of(served, "web/timer.ts:Timer.wait", relations=("invoke",)) == {
         ("web/timer.ts:Timer.wait", "web/timer.ts:Timer.#delay", "invoke")
     }
@@ -170,6 +170,13 @@ def test_other_languages_resolve_calls(served: ToolCaller) -> None:
     assert edges_of(served, "php/Group.php:Group.collect", relations=("invoke",)) == {
         ("php/Group.php:Group.collect", "php/Group.php:Group.register", "invoke"),
         ("php/Group.php:Group.collect", "php/Util/Clamp.php:Clamp.clamp", "invoke"),
+    }
+    engine = "cs/Engine.cs:Acme.Shop.Engine"
+    assert edges_of(served, engine, relations=("inherit",)) == {
+        (engine, "cs/Base.cs:Acme.Shop.Base", "inherit")
+    }
+    assert edges_of(served, f"{engine}.Run", relations=("invoke",)) == {
+        (f"{engine}.Run", f"{engine}.Step", "invoke")
     }
     assert edges_of(served, "c/list.c:list_len", relations=("invoke",)) == {
         ("c/list.c:list_len", "c/list.c:count_nodes", "invoke")

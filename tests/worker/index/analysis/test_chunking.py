@@ -352,6 +352,36 @@ namespace Other { function inner() {} }
     ]
 
 
+def test_csharp_namespaces_classes_and_methods() -> None:
+    """C# namespaces qualify their types; doc comments and attributes lead a method."""
+    src = b"""using System;
+
+namespace Acme.Shop
+{
+    public class Engine : Base
+    {
+        /// <summary>Runs.</summary>
+        [Obsolete]
+        public int Run()
+        {
+            return Step();
+        }
+
+        private int Step() => 1;
+    }
+}
+"""
+    assert spans(src, "csharp") == [
+        (1, 1, None),
+        (3, 4, "Acme.Shop"),
+        (5, 6, "Acme.Shop.Engine"),
+        (7, 12, "Acme.Shop.Engine.Run"),
+        (14, 14, "Acme.Shop.Engine.Step"),
+        (15, 15, "Acme.Shop.Engine"),
+        (16, 16, "Acme.Shop"),
+    ]
+
+
 def test_plain_text_line_windows() -> None:
     """Text without a parser becomes blank-trimmed windows of at most TEXT_WINDOW_LINES."""
     lines = [f"line {i}" for i in range(1, 101)]

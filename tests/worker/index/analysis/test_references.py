@@ -195,6 +195,18 @@ def test_php_calls_through_this_and_after_echo() -> None:
     ]
 
 
+def test_an_annotated_methods_own_name_is_no_call() -> None:
+    """Below `@Test` or `[Fact]` a method's name is its declaration; a call of it is a call."""
+    source = (
+        b"class T {\n    @Test\n    public void silent() {\n        check(1);\n    }\n\n"
+        b"    public void again() {\n        silent();\n    }\n}\n"
+    )
+    csharp = source.replace(b"@Test", b"[Fact]")
+    rows = analyse({"T.java": source, "T.cs": csharp})
+    for path in ("T.java", "T.cs"):
+        assert calls(rows[path]) == [("T.silent", "check"), ("T.again", "silent")]
+
+
 def test_private_members_are_called_through_this() -> None:
     """`this.#name(` is a call of the private member, not of a bare `name`."""
     source = (

@@ -294,9 +294,10 @@ def build_graph(index: CommitIndex) -> GraphBuild:
         return n_dirs + int(data.entity_path[node - first]) if node >= first else node
 
     def only_definitions() -> dict[str, int]:
-        # C's top-level names, and C++'s and Ruby's by their qualified names (`geo.Shape`) too.
+        # C's top-level names, and C++'s, Ruby's and C#'s by their qualified names
+        # (`geo.Shape`) too.
         c_family = _in_grammars(grammars, paths, "c", "cpp")
-        nested = _in_grammars(grammars, paths, "cpp", "ruby")
+        nested = _in_grammars(grammars, paths, "cpp", "ruby", "csharp")
         on_path = data.entity_path
         mine = np.flatnonzero((data.entity_top & c_family[on_path]) | nested[on_path])
         single, node = _only_of_name(data.name_array.take(pa.array(mine)), first + mine)
@@ -415,9 +416,9 @@ def _resolve(
     holders: list[int] = data.holder.tolist()
     for r in np.flatnonzero(data.relation == Relation.INHERIT).tolist():
         file, holder = owner_file[r], holders[r]
-        # A C++ or Ruby base is named from inside its class's namespaces or modules
+        # A C++, Ruby or C# base is named from inside its class's namespaces or modules
         # (`class C : public Shape`, `module Shop; class Engine < Base`).
-        where = holder if scopes.files[file].grammar in ("cpp", "ruby") else file
+        where = holder if scopes.files[file].grammar in ("cpp", "ruby", "csharp") else file
         base = scopes.resolve_chain(file, where, _SEPARATORS.split(data.target[r] or ""), parents)
         if base is not None and types[base] == EntityType.CLASS and base != holder:
             found.add(holder, base, Relation.INHERIT)

@@ -69,6 +69,8 @@ CLASS_KINDS: Final = frozenset(
         "internal_module",
         "class",
         "trait_declaration",
+        "struct_declaration",
+        "namespace_declaration",
         "struct_specifier",
         "union_specifier",
         "enum_specifier",

@@ -21,11 +21,13 @@ from worker.index.views.graph.model import EntityType
 _JS_EXTENSIONS: Final = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 _SELF: Final = frozenset({"self", "this", "cls", "Self", "$this"})
 _MAX_BASE_DEPTH: Final = 6
-_GLOBAL_NAMES: Final = frozenset({"c", "cpp", "ruby"})
+_GLOBAL_NAMES: Final = frozenset({"c", "cpp", "ruby", "csharp"})
 """Languages whose names are global once loaded: a name defined once in the commit is that
-definition (C's functions; C++'s namespaces and Ruby's modules and classes, reopened across
+definition (C's functions; C++'s and C#'s namespaces and Ruby's modules, which span
 files)."""
-MEMBER_SCOPED: Final = frozenset({"java", "cpp", "ruby"})
+_GLOBAL_TYPES: Final = frozenset({"ruby", "csharp"})
+"""Of those, the languages whose global names are types only."""
+MEMBER_SCOPED: Final = frozenset({"java", "cpp", "ruby", "csharp"})
 """Languages where a bare name in a method may be a member of its class (Ruby's `redirect
 to(x)` is `self.to`)."""
 _OWNED: Final = frozenset({"go", "javascript", "typescript", "tsx"})
@@ -394,23 +396,32 @@ class Scopes:
             package = self.dir_nodes.get(posixpath.dirname(scope.path), -1)
             sibling = self.children.get(package, {}).get(f"{name}.{scope.grammar}")
             return None if sibling is None else self.scope(sibling).top.get(name)
-        # Ruby's global names are its constants (`Base`); a method named alike in two
-        # places may well be a mixin's the graph cannot see.
-        if scope.grammar in _GLOBAL_NAMES and (scope.grammar != "ruby" or name[:1].isupper()):
-            if self._only is None:
-                self._only = self._only_definitions()
-            if scope.grammar != "c" and holder != file:
-                # A namespace (module) spans files: `geo.Shape` may be defined in another one.
-                owner = self.enclosing_class(holder, parents)
-                key = None if owner is None else self.class_of(owner)
-                prefix = "" if key is None else key[1]
-                while prefix:
-                    found = self._only.get(f"{prefix}.{name}")
-                    if found is not None:
-                        return found
-                    prefix = prefix.rpartition(".")[0]
-            return self._only.get(name)
+        if scope.grammar in _GLOBAL_NAMES:
+            found = self._global(scope, holder, name, parents)
+            # Ruby's and C#'s global names are types; a method named alike in two places may
+            # well be a mixin's or an extension's the graph cannot see.
+            if found is not None and scope.grammar in _GLOBAL_TYPES:
+                return found if self.types[found] == EntityType.CLASS else None
+            return found
         return None
+
+    def _global(
+        self, scope: FileScope, holder: int, name: str, parents: Sequence[int]
+    ) -> int | None:
+        """The one definition of `name` in the commit, seen from `holder`: qualified by its
+        namespaces (modules) from the innermost out, as they span files, then bare."""
+        if self._only is None:
+            self._only = self._only_definitions()
+        if scope.grammar != "c" and holder != scope.node:
+            owner = self.enclosing_class(holder, parents)
+            key = None if owner is None else self.class_of(owner)
+            prefix = "" if key is None else key[1]
+            while prefix:
+                found = self._only.get(f"{prefix}.{name}")
+                if found is not None:
+                    return found
+                prefix = prefix.rpartition(".")[0]
+        return self._only.get(name)
 
     def resolve_chain(
         self, file: int, holder: int, parts: Sequence[str], parents: Sequence[int]
