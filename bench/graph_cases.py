@@ -637,4 +637,87 @@ final class Clamp
     ),
 )
 
-CASES = (PYTHON, JAVASCRIPT, TYPESCRIPT, GO, JAVA, RUST, C, CPP, RUBY, PHP)
+CSHARP = GraphCase(
+    "csharp",
+    {
+        "src/Shop/Base.cs": """namespace Acme.Shop
+{
+    public abstract class Base
+    {
+        public int Run()
+        {
+            Prepare();
+            return Execute();
+        }
+
+        protected void Prepare()
+        {
+        }
+
+        protected abstract int Execute();
+    }
+}
+""",
+        "src/Shop/Engine.cs": """using Acme.Shop.Util;
+
+namespace Acme.Shop
+{
+    public class Engine : Base, IRunner
+    {
+        protected override int Execute()
+        {
+            return Clamp.Limit(this.Step());
+        }
+
+        private int Step() => 3;
+    }
+
+    public interface IRunner
+    {
+        int Run();
+    }
+}
+""",
+        "src/Shop/Util/Clamp.cs": """namespace Acme.Shop.Util
+{
+    public static class Clamp
+    {
+        public static int Limit(int x) => System.Math.Max(0, x);
+    }
+}
+""",
+    },
+    frozenset(
+        {
+            ("src/Shop/Engine.cs", "src/Shop/Util/Clamp.cs:Acme.Shop.Util", "import"),
+            ("src/Shop/Engine.cs:Acme.Shop.Engine", "src/Shop/Base.cs:Acme.Shop.Base", "inherit"),
+            (
+                "src/Shop/Engine.cs:Acme.Shop.Engine",
+                "src/Shop/Engine.cs:Acme.Shop.IRunner",
+                "inherit",
+            ),
+            (
+                "src/Shop/Base.cs:Acme.Shop.Base.Run",
+                "src/Shop/Base.cs:Acme.Shop.Base.Prepare",
+                "invoke",
+            ),
+            (
+                "src/Shop/Base.cs:Acme.Shop.Base.Run",
+                "src/Shop/Base.cs:Acme.Shop.Base.Execute",
+                "invoke",
+            ),
+            (
+                "src/Shop/Engine.cs:Acme.Shop.Engine.Execute",
+                "src/Shop/Util/Clamp.cs:Acme.Shop.Util.Clamp.Limit",
+                "invoke",
+            ),
+            (
+                "src/Shop/Engine.cs:Acme.Shop.Engine.Execute",
+                "src/Shop/Engine.cs:Acme.Shop.Engine.Step",
+                "invoke",
+            ),
+        }
+    ),
+)
+
+CASES = (PYTHON, JAVASCRIPT, TYPESCRIPT, GO, JAVA, RUST, C, CPP, RUBY, PHP, CSHARP)

@@ -141,9 +141,14 @@ GRAPH_FILES: dict[str, Content] = {
     ),
     "cs/Base.cs": "namespace Acme.Shop\n{\n    public class Base\n    {\n    }\n}\n",
     "cs/Engine.cs": (
-        "namespace Acme.Shop\n{\n    public class Engine : Base\n    {\n"
-        "        [Fact]\n        public int Run()\n        {\n            return Step();\n"
+        "using Acme.Util;\n\nnamespace Acme.Shop\n{\n    public class Engine : Base\n    {\n"
+        "        [Fact]\n        public int Run()\n        {\n"
+        "            return Clamp.Limit(Step());\n"
         "        }\n\n        private int Step() => 1;\n    }\n}\n"
+    ),
+    "cs/Util/Clamp.cs": (
+        "namespace Acme.Util\n{\n    public static class Clamp\n    {\n"
+        "        public static int Limit(int x) => x;\n    }\n}\n"
     ),
     "c/list.h": "int list_len(struct list *l);\n",
     "c/list.c": (

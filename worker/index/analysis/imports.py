@@ -254,6 +254,30 @@ def php_imports(data: bytes) -> list[Import]:
     return found
 
 
+# C# --------------------------------------------------------------------------------------
+
+_CSHARP_USING: Final = re.compile(
+    rb"(?:global\s+)?using\s+(static\s+)?(?:(\w+)\s*=\s*)?([\w.]+)\s*;"
+)
+
+
+def csharp_imports(data: bytes) -> list[Import]:
+    """`using A.B;` and `using static A.B.C;` (every name of it: `*`), `using X = A.B;`."""
+    found: list[Import] = []
+    for at in sorted({*_hits(data, b"using"), *_hits(data, b"global")}):
+        if not _at_line_start(data, at):
+            continue
+        matched = _CSHARP_USING.match(data, at, at + _MAX_STATEMENT)
+        if matched is None:
+            continue
+        row, module, alias = _row(data, at), _text(matched.group(3)), matched.group(2)
+        if alias is None:
+            found.append(Import(row, module, "*"))
+        else:
+            found.append(Import(row, module, None, _text(alias)))
+    return found
+
+
 # Ruby ------------------------------------------------------------------------------------
 
 _RUBY_REQUIRE: Final = re.compile(rb"require(_relative)?[ \t(]+['\"]([^'\"\n]+)['\"]")
@@ -366,6 +390,7 @@ _BY_GRAMMAR: Final[dict[str, Callable[[bytes], list[Import]]]] = {
     "cpp": c_imports,
     "php": php_imports,
     "ruby": ruby_imports,
+    "csharp": csharp_imports,
 }
 
 

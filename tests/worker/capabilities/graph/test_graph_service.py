@@ -137,10 +137,9 @@ def test_imports_and_containment(served: ToolCaller) -> None:
 
 
 def test_other_languages_resolve_calls(served: ToolCaller) -> None:
-    """Go (same package; through a method's receiver, across files), C (the one definition),
-    TypeScript private methods, JavaScript functions assigned to an object or a prototype and
-    their `this`, Ruby's bare calls, `require_relative` and bases in a module another file
-    opens, PHP's `$this->` and `use`, and C#'s bases across a namespace's files resolve."""
+    """Each language's own rules resolve: Go through a method's receiver, C by the one
+    definition, TS private methods, JS functions assigned to objects and their `this`, Ruby's
+    bare calls and modules across files, PHP's `$this->` and `use`, C#'s namespaces."""
     assert edges_of(served, "web/timer.ts:Timer.wait", relations=("invoke",)) == {
         ("web/timer.ts:Timer.wait", "web/timer.ts:Timer.#delay", "invoke")
     }
@@ -176,7 +175,8 @@ def test_other_languages_resolve_calls(served: ToolCaller) -> None:
         (engine, "cs/Base.cs:Acme.Shop.Base", "inherit")
     }
     assert edges_of(served, f"{engine}.Run", relations=("invoke",)) == {
-        (f"{engine}.Run", f"{engine}.Step", "invoke")
+        (f"{engine}.Run", f"{engine}.Step", "invoke"),
+        (f"{engine}.Run", "cs/Util/Clamp.cs:Acme.Util.Clamp.Limit", "invoke"),
     }
     assert edges_of(served, "c/list.c:list_len", relations=("invoke",)) == {
         ("c/list.c:list_len", "c/list.c:count_nodes", "invoke")

@@ -148,6 +148,21 @@ def test_ruby_require_and_require_relative() -> None:
     ]
 
 
+def test_csharp_usings_static_aliases_and_not_statements() -> None:
+    """`using A.B;`, `using static`, `global using` and aliases; a `using` statement is not."""
+    data = (
+        b"using System;\nusing static Acme.Util.Clamp;\nusing Json = Newtonsoft.Json;\n"
+        b"global using Acme.Shop;\nclass T {\n    void F() {\n        using var s = Open();\n"
+        b"        using (var t = Open()) { }\n    }\n}\n"
+    )
+    assert imports(data, "csharp") == [
+        Import(0, "System", "*"),
+        Import(1, "Acme.Util.Clamp", "*"),
+        Import(2, "Newtonsoft.Json", None, "Json"),
+        Import(3, "Acme.Shop", "*"),
+    ]
+
+
 def test_unparsed_languages_have_no_imports() -> None:
     """Only parsed languages are read."""
     assert imports(b"import x\n", "markdown") == []

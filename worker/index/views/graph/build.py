@@ -648,6 +648,20 @@ def _ruby_import(
     return found, None
 
 
+def _csharp_import(
+    scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
+) -> _Resolved:
+    """A `using`: a namespace's (or a static class's) names come into scope wherever they
+    are defined; the edge goes to its one definition in the commit, when it has one."""
+    target = scopes.only(module)
+    if target is not None and scopes.file_of(target) == file:
+        target = None  # the file's own namespace: no edge to itself
+    if name == "*":
+        scopes.files[file].namespaces.append(module)
+        return target, None
+    return target, alias
+
+
 def _c_import(
     scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
 ) -> _Resolved:
@@ -666,4 +680,5 @@ _IMPORTS: Final = {
     "cpp": _c_import,
     "php": _php_import,
     "ruby": _ruby_import,
+    "csharp": _csharp_import,
 }

@@ -45,6 +45,8 @@ class FileScope:
     bindings: dict[str, int] = field(default_factory=dict)
     wildcards: list[int] = field(default_factory=list)
     """Nodes whose every member is in scope (`from m import *`, Java `import a.b.*`)."""
+    namespaces: list[str] = field(default_factory=list)
+    """Namespaces whose names are in scope wherever they are defined (C#'s `using A.B;`)."""
 
 
 class Scopes:
@@ -405,11 +407,23 @@ class Scopes:
             return found
         return None
 
+    def file_of(self, node: int) -> int:
+        """The file an entity is defined in."""
+        return self._file_of(node)
+
+    def only(self, qualified: str) -> int | None:
+        """The one definition of a (qualified) name in the commit, if it has one (see
+        `_GLOBAL_NAMES`)."""
+        if self._only is None:
+            self._only = self._only_definitions()
+        return self._only.get(qualified)
+
     def _global(
         self, scope: FileScope, holder: int, name: str, parents: Sequence[int]
     ) -> int | None:
         """The one definition of `name` in the commit, seen from `holder`: qualified by its
-        namespaces (modules) from the innermost out, as they span files, then bare."""
+        namespaces (modules) from the innermost out, as they span files, then by those the
+        file uses, then bare."""
         if self._only is None:
             self._only = self._only_definitions()
         if scope.grammar != "c" and holder != scope.node:
@@ -421,6 +435,10 @@ class Scopes:
                 if found is not None:
                     return found
                 prefix = prefix.rpartition(".")[0]
+        for namespace in scope.namespaces:
+            found = self._only.get(f"{namespace}.{name}")
+            if found is not None:
+                return found
         return self._only.get(name)
 
     def resolve_chain(
