@@ -93,6 +93,12 @@ GRAPH_FILES: dict[str, Content] = {
         "res.send = function send(body) {\n  return body;\n};\n\n"
         "function stringify(value) {\n  return JSON.stringify(value);\n}\n"
     ),
+    "web/cjs/util.js": "exports.clamp = function (x) {\n  return x;\n};\n",
+    "web/cjs/main.js": (
+        "var util = require('./util');\nconst { clamp } = require('./util');\n\n"
+        "function run(x) {\n  return util.clamp(x) + clamp(x);\n}\n\n"
+        "function again(x) {\n  return clamp(x);\n}\n"
+    ),
     "web/view.js": (
         "function View(name) {\n  this.path = this.lookup(name);\n}\n\n"
         "View.prototype.lookup = function lookup(name) {\n  return name;\n};\n"

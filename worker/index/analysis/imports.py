@@ -118,6 +118,10 @@ _JS_EXPORT: Final = re.compile(
     rb"['\"]([^'\"\n]+)['\"]"
 )
 _JS_REQUIRE: Final = re.compile(rb"(?:require|import)\s*\(\s*['\"]([^'\"\n]+)['\"]\s*\)")
+_JS_REQUIRED_AS: Final = re.compile(
+    rb"(?:const|let|var)\s+([\w$]+|\{[^}]*\})\s*=\s*require\s*\(\s*['\"]([^'\"\n]+)['\"]\s*\)"
+)
+_JS_FIELD: Final = re.compile(r"([\w$]+)(?:\s*:\s*([\w$]+))?")
 _JS_AS: Final = re.compile(r"(?:type\s+)?([\w$]+)(?:\s+as\s+([\w$]+))?")
 
 
@@ -130,8 +134,23 @@ def _js_names(row: int, module: str, braces: bytes) -> list[Import]:
     return found
 
 
+def _required_as(row: int, matched: re.Match[bytes]) -> list[Import]:
+    """What `const x = require("m")` binds (the module's exports, as `* as x`), or
+    `const {a, b: c} = require("m")` (its names)."""
+    bound, module = _text(matched.group(1)), _text(matched.group(2))
+    if not bound.startswith("{"):
+        return [Import(row, module, "*", bound)]
+    found = []
+    for part in bound.strip("{}").split(","):
+        field = _JS_FIELD.fullmatch(part.strip())
+        if field is not None:
+            found.append(Import(row, module, field.group(1), field.group(2)))
+    return found
+
+
 def javascript_imports(data: bytes) -> list[Import]:
-    """ES modules (`import`, `export … from`) and CommonJS `require("…")`."""
+    """ES modules (`import`, `export … from`) and CommonJS `require("…")`, with the names a
+    declaration binds to it."""
     found: list[Import] = []
     for at in _hits(data, b"import"):
         matched = _JS_IMPORT.match(data, at, at + _MAX_STATEMENT)
@@ -162,6 +181,11 @@ def javascript_imports(data: bytes) -> list[Import]:
             matched = _JS_REQUIRE.match(data, at, at + _MAX_STATEMENT)
             if matched is not None:
                 found.append(Import(_row(data, at), _text(matched.group(1))))
+    for keyword in (b"const", b"let", b"var"):
+        for at in _hits(data, keyword):
+            matched = _JS_REQUIRED_AS.match(data, at, at + _MAX_STATEMENT)
+            if matched is not None:
+                found.extend(_required_as(_row(data, at), matched))
     # A name may come twice, once under an alias (`export {a, a as b}`): None sorts first.
     return sorted(set(found), key=lambda i: (i.row, i.module, i.name or "", i.alias or ""))
 

@@ -138,8 +138,8 @@ def test_imports_and_containment(served: ToolCaller) -> None:
 
 def test_other_languages_resolve_calls(served: ToolCaller) -> None:
     """Each language's own rules resolve: Go through a method's receiver, C by the one
-    definition, TS private methods, JS functions assigned to objects and their `this`, Ruby's
-    bare calls and modules across files, PHP's `$this->` and `use`, C#'s namespaces."""
+    definition, TS private methods, JS functions assigned to objects, their `this` and what
+    `require` binds, Ruby's bare calls and modules, PHP's `use`, C#'s namespaces."""
     assert edges_of(served, "web/timer.ts:Timer.wait", relations=("invoke",)) == {
         ("web/timer.ts:Timer.wait", "web/timer.ts:Timer.#delay", "invoke")
     }
@@ -147,6 +147,12 @@ def test_other_languages_resolve_calls(served: ToolCaller) -> None:
         ("web/response.js:res.json", "web/response.js:stringify", "invoke"),
         ("web/response.js:res.json", "web/response.js:res.send", "invoke"),
     }
+    assert edges_of(served, "web/cjs/main.js:run", relations=("invoke",)) == {
+        ("web/cjs/main.js:run", "web/cjs/util.js:exports.clamp", "invoke")
+    }
+    assert ("web/cjs/main.js:again", "web/cjs/util.js:exports.clamp", "invoke") in edges_of(
+        served, "web/cjs/main.js:again"
+    )
     assert edges_of(served, "web/view.js:View", relations=("invoke",)) == {
         ("web/view.js:View", "web/view.js:View.lookup", "invoke")
     }

@@ -48,10 +48,27 @@ def test_javascript_es_modules_and_require() -> None:
         Import(2, "side"),
         Import(3, "./q", "q"),
         Import(4, "r"),
+        Import(4, "r", "*", "r"),
         Import(5, "./t", "T"),
     }
     for grammar in ("javascript", "typescript", "tsx"):
         assert set(imports(data, grammar)) == want
+
+
+def test_javascript_require_binds_what_its_declaration_names() -> None:
+    """`var u = require("./u")` binds the module as `u`; `{a, b: c}` binds its names."""
+    data = (
+        b"var utils = require('./utils');\nconst { a, b: c } = require(\"./m\");\n"
+        b"require('./side');\n"
+    )
+    assert set(imports(data, "javascript")) == {
+        Import(0, "./utils"),
+        Import(0, "./utils", "*", "utils"),
+        Import(1, "./m"),
+        Import(1, "./m", "a"),
+        Import(1, "./m", "b", "c"),
+        Import(2, "./side"),
+    }
 
 
 def test_javascript_name_exported_with_and_without_an_alias() -> None:

@@ -30,6 +30,8 @@ _GLOBAL_TYPES: Final = frozenset({"ruby", "csharp"})
 MEMBER_SCOPED: Final = frozenset({"java", "cpp", "ruby", "csharp"})
 """Languages where a bare name in a method may be a member of its class (Ruby's `redirect
 to(x)` is `self.to`)."""
+_JS_GRAMMARS: Final = frozenset({"javascript", "typescript", "tsx"})
+_COMMONJS_EXPORTS: Final = ("exports", "module.exports")
 _OWNED: Final = frozenset({"go", "javascript", "typescript", "tsx"})
 """Languages whose top-level functions may be methods of an object (see `Scopes._owners`)."""
 
@@ -304,6 +306,11 @@ class Scopes:
             if scope.path.endswith("/__init__.py") or scope.path == "__init__.py":
                 parent = self.dir_nodes.get(posixpath.dirname(scope.path), -1)
                 return self.member(parent, name, depth + 1)
+            for exports in _COMMONJS_EXPORTS if scope.grammar in _JS_GRAMMARS else ():
+                # `exports.x = function` in a CommonJS module: `require(...).x`.
+                exported = self.members.get((node, exports), {}).get(name)
+                if exported is not None:
+                    return exported
             return None
         remembered = self._class_members
         if remembered is not None:
