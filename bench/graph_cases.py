@@ -720,4 +720,86 @@ namespace Acme.Shop
     ),
 )
 
-CASES = (PYTHON, JAVASCRIPT, TYPESCRIPT, GO, JAVA, RUST, C, CPP, RUBY, PHP, CSHARP)
+KOTLIN = GraphCase(
+    "kotlin",
+    {
+        "src/main/kotlin/shop/Base.kt": """package shop
+
+abstract class Base {
+    fun run(): Int {
+        prepare()
+        return execute()
+    }
+
+    protected fun prepare() {}
+
+    protected abstract fun execute(): Int
+}
+""",
+        "src/main/kotlin/shop/Engine.kt": """package shop
+
+import shop.util.clamp
+
+class Engine : Base(), Runner {
+    override fun execute(): Int = clamp(step())
+
+    private fun step() = 3
+}
+
+interface Runner {
+    fun run(): Int
+}
+""",
+        "src/main/kotlin/shop/util/Clamp.kt": """package shop.util
+
+fun clamp(x: Int): Int = maxOf(0, x)
+""",
+    },
+    frozenset(
+        {
+            (
+                "src/main/kotlin/shop/Engine.kt",
+                "src/main/kotlin/shop/util/Clamp.kt:clamp",
+                "import",
+            ),
+            (
+                "src/main/kotlin/shop/Engine.kt:Engine",
+                "src/main/kotlin/shop/Base.kt:Base",
+                "inherit",
+            ),
+            (
+                "src/main/kotlin/shop/Engine.kt:Engine",
+                "src/main/kotlin/shop/Engine.kt:Runner",
+                "inherit",
+            ),
+            # `: Base()` calls Base's constructor.
+            (
+                "src/main/kotlin/shop/Engine.kt:Engine",
+                "src/main/kotlin/shop/Base.kt:Base",
+                "invoke",
+            ),
+            (
+                "src/main/kotlin/shop/Base.kt:Base.run",
+                "src/main/kotlin/shop/Base.kt:Base.prepare",
+                "invoke",
+            ),
+            (
+                "src/main/kotlin/shop/Base.kt:Base.run",
+                "src/main/kotlin/shop/Base.kt:Base.execute",
+                "invoke",
+            ),
+            (
+                "src/main/kotlin/shop/Engine.kt:Engine.execute",
+                "src/main/kotlin/shop/util/Clamp.kt:clamp",
+                "invoke",
+            ),
+            (
+                "src/main/kotlin/shop/Engine.kt:Engine.execute",
+                "src/main/kotlin/shop/Engine.kt:Engine.step",
+                "invoke",
+            ),
+        }
+    ),
+)
+
+CASES = (PYTHON, JAVASCRIPT, TYPESCRIPT, GO, JAVA, RUST, C, CPP, RUBY, PHP, CSHARP, KOTLIN)

@@ -156,6 +156,12 @@ GRAPH_FILES: dict[str, Content] = {
         "namespace Acme.Util\n{\n    public static class Clamp\n    {\n"
         "        public static int Limit(int x) => x;\n    }\n}\n"
     ),
+    "kt/src/main/kotlin/shop/Base.kt": "package shop\n\nopen class Base {\n    fun run() = 1\n}\n",
+    "kt/src/main/kotlin/shop/Engine.kt": (
+        "package shop\n\nimport util.clamp\n\nclass Engine : Base() {\n    fun start() {\n"
+        "        run()\n        clamp(2)\n    }\n}\n"
+    ),
+    "kt/src/main/kotlin/util/Clamp.kt": "package util\n\nfun clamp(x: Int) = x\n",
     "c/list.h": "int list_len(struct list *l);\n",
     "c/list.c": (
         '#include "list.h"\n\nstatic int count_nodes(struct list *l)\n{\n\treturn 0;\n}\n\n'

@@ -37,6 +37,7 @@ CONTAINER_KINDS: Final = frozenset(
         "trait_declaration",
         "struct_declaration",
         "namespace_declaration",
+        "object_declaration",
         "impl_item",
         "trait_item",
         "mod_item",

@@ -39,6 +39,7 @@ PARSED_LANGUAGES: Final = frozenset(
         "ruby",
         "php",
         "csharp",
+        "kotlin",
     }
 )
 
@@ -146,6 +147,11 @@ _QUERIES: Final[dict[str, str]] = {
         (constructor_declaration name: (identifier) @name) @def
         (namespace_declaration name: (_) @name) @def
     """,
+    "kotlin": """
+        (class_declaration name: (_) @name) @def
+        (object_declaration name: (_) @name) @def
+        (function_declaration name: (_) @name) @def
+    """,
     "c": """
         (function_definition declarator: [
             (function_declarator declarator: (identifier) @name)
@@ -215,6 +221,12 @@ _BASE_QUERIES: Final[dict[str, str]] = {
         (record_declaration (base_list [(identifier) (generic_name) (qualified_name)] @base))
             @inherits
     """,
+    "kotlin": """
+        (class_declaration (delegation_specifiers (delegation_specifier [
+            (user_type) @base (constructor_invocation (user_type) @base)]))) @inherits
+        (object_declaration (delegation_specifiers (delegation_specifier [
+            (user_type) @base (constructor_invocation (user_type) @base)]))) @inherits
+    """,
     "cpp": """
         (class_specifier (base_class_clause [
             (type_identifier) (qualified_identifier) (template_type)] @base)) @inherits
@@ -236,6 +248,7 @@ _COMMENT_PREFIXES: Final[dict[str, tuple[bytes, ...]]] = {
     "ruby": (b"#",),
     "php": (b"//", b"/*", b"*", b"#"),
     "csharp": (b"//", b"/*", b"*", b"["),
+    "kotlin": (b"//", b"/*", b"*", b"@"),
 }
 
 
@@ -251,6 +264,7 @@ _GRAMMAR_OF_LANGUAGE: Final[dict[str, str]] = {
     "ruby": "ruby",
     "php": "php",
     "csharp": "csharp",
+    "kotlin": "kotlin",
 }
 
 
@@ -319,6 +333,7 @@ _GRAMMAR_MODULES: Final[dict[str, tuple[str, str]]] = {
     "ruby": ("tree_sitter_ruby", "language"),
     "php": ("tree_sitter_php", "language_php"),
     "csharp": ("tree_sitter_c_sharp", "language"),
+    "kotlin": ("tree_sitter_kotlin", "language"),
 }
 
 

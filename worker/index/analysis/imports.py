@@ -322,6 +322,31 @@ def ruby_imports(data: bytes) -> list[Import]:
     return found
 
 
+# Kotlin ----------------------------------------------------------------------------------
+
+_KOTLIN_IMPORT: Final = re.compile(rb"import[ \t]+([\w.]+)\.(\*|\w+)(?:[ \t]+as[ \t]+(\w+))?")
+
+
+def kotlin_imports(data: bytes) -> list[Import]:
+    """`import a.b.C`, `import a.b.*` and `import a.b.C as D` (no semicolons)."""
+    found: list[Import] = []
+    for at in _hits(data, b"import"):
+        if not _at_line_start(data, at):
+            continue
+        matched = _KOTLIN_IMPORT.match(data, at, at + _MAX_STATEMENT)
+        if matched is not None:
+            alias = matched.group(3)
+            found.append(
+                Import(
+                    _row(data, at),
+                    _text(matched.group(1)),
+                    _text(matched.group(2)),
+                    None if alias is None else _text(alias),
+                )
+            )
+    return found
+
+
 # Rust ------------------------------------------------------------------------------------
 
 _RUST_VISIBILITY: Final = rb"pub(?:\s*\([^)]*\))?"
@@ -415,6 +440,7 @@ _BY_GRAMMAR: Final[dict[str, Callable[[bytes], list[Import]]]] = {
     "php": php_imports,
     "ruby": ruby_imports,
     "csharp": csharp_imports,
+    "kotlin": kotlin_imports,
 }
 
 

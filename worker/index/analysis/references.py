@@ -72,11 +72,12 @@ _C_LEXING: Final = {
     "tsx": _Lexing(directives=False),
     "php": _PLAIN,
     "csharp": _PLAIN,
+    "kotlin": _Lexing(directives=False, text_blocks=True),
 }
 """The languages read with C's lexer and word lists, and how. Rust's `#[...]` attributes are
 skipped as directives; Go's backticks are raw strings; Java's three quotes open a text
-block; in JavaScript a `#` starts a private member's name; PHP's `#` comments read as
-directives do, as do C#'s `#region` and `#if`."""
+block, as they open a raw string in Kotlin; in JavaScript a `#` starts a private member's
+name; PHP's `#` comments read as directives do, as do C#'s `#region` and `#if`."""
 _PYTHON_LEXED: Final = ("python", "ruby")
 """The languages read with Python's lexer (`#` comments, quoted strings), each with its own
 word lists."""

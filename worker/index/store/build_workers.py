@@ -54,6 +54,7 @@ _SAMPLE_PATHS: Final[dict[str, str]] = {
     "ruby": "sample.rb",
     "php": "sample.php",
     "csharp": "Sample.cs",
+    "kotlin": "Sample.kt",
 }
 
 

@@ -44,7 +44,7 @@ import pyarrow as pa
 
 from worker.index.analysis.segment_builder import SegmentTables
 
-FORMAT_VERSION: Final = 19
+FORMAT_VERSION: Final = 20
 """Bump on any change a reader of the old format would misread, or that changes what the
 analysis of a blob yields (2: definitions end on their own last line, postings grouped by
 term id; 3: each term's postings in chunk order, laid out by the one-pass sort; 4: the

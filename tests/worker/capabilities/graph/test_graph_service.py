@@ -139,7 +139,8 @@ def test_imports_and_containment(served: ToolCaller) -> None:
 def test_other_languages_resolve_calls(served: ToolCaller) -> None:
     """Each language's own rules resolve: Go through a method's receiver, C by the one
     definition, TS private methods, JS functions assigned to objects, their `this` and what
-    `require` binds, Ruby's bare calls and modules, PHP's `use`, C#'s namespaces."""
+    `require` binds, Ruby's bare calls and modules, PHP's `use`, C#'s namespaces, Kotlin's
+    packages."""
     assert edges_of(served, "web/timer.ts:Timer.wait", relations=("invoke",)) == {
         ("web/timer.ts:Timer.wait", "web/timer.ts:Timer.#delay", "invoke")
     }
@@ -183,6 +184,14 @@ def test_other_languages_resolve_calls(served: ToolCaller) -> None:
     assert edges_of(served, f"{engine}.Run", relations=("invoke",)) == {
         (f"{engine}.Run", f"{engine}.Step", "invoke"),
         (f"{engine}.Run", "cs/Util/Clamp.cs:Acme.Util.Clamp.Limit", "invoke"),
+    }
+    kt = "kt/src/main/kotlin"
+    assert edges_of(served, f"{kt}/shop/Engine.kt:Engine", relations=("inherit",)) == {
+        (f"{kt}/shop/Engine.kt:Engine", f"{kt}/shop/Base.kt:Base", "inherit")
+    }
+    assert edges_of(served, f"{kt}/shop/Engine.kt:Engine.start", relations=("invoke",)) == {
+        (f"{kt}/shop/Engine.kt:Engine.start", f"{kt}/shop/Base.kt:Base.run", "invoke"),
+        (f"{kt}/shop/Engine.kt:Engine.start", f"{kt}/util/Clamp.kt:clamp", "invoke"),
     }
     assert edges_of(served, "c/list.c:list_len", relations=("invoke",)) == {
         ("c/list.c:list_len", "c/list.c:count_nodes", "invoke")

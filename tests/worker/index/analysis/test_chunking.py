@@ -382,6 +382,41 @@ namespace Acme.Shop
     ]
 
 
+def test_kotlin_classes_objects_and_functions() -> None:
+    """Kotlin classes (their companion's functions inside), objects and top-level functions."""
+    src = b"""package shop
+
+/** An engine. */
+class Engine(val size: Int) : Base() {
+    fun start() {
+        run()
+    }
+
+    companion object {
+        fun create() = Engine(1)
+    }
+}
+
+object Registry {
+    fun find(name: String) = name
+}
+
+fun helper(x: Int) = x
+"""
+    assert spans(src, "kotlin") == [
+        (1, 1, None),
+        (3, 4, "Engine"),
+        (5, 7, "Engine.start"),
+        (9, 9, "Engine"),
+        (10, 10, "Engine.create"),
+        (11, 12, "Engine"),
+        (14, 14, "Registry"),
+        (15, 15, "Registry.find"),
+        (16, 16, "Registry"),
+        (18, 18, "helper"),
+    ]
+
+
 def test_plain_text_line_windows() -> None:
     """Text without a parser becomes blank-trimmed windows of at most TEXT_WINDOW_LINES."""
     lines = [f"line {i}" for i in range(1, 101)]

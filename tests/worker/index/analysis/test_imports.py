@@ -180,6 +180,18 @@ def test_csharp_usings_static_aliases_and_not_statements() -> None:
     ]
 
 
+def test_kotlin_imports_without_semicolons() -> None:
+    """`import a.b.C`, `import a.b.*` and `as`; the last dot splits package from name."""
+    data = (
+        b"package x\n\nimport okhttp3.internal.http.Chain\nimport okio.Buffer as B\nimport a.b.*\n"
+    )
+    assert imports(data, "kotlin") == [
+        Import(2, "okhttp3.internal.http", "Chain"),
+        Import(3, "okio", "Buffer", "B"),
+        Import(4, "a.b", "*"),
+    ]
+
+
 def test_unparsed_languages_have_no_imports() -> None:
     """Only parsed languages are read."""
     assert imports(b"import x\n", "markdown") == []

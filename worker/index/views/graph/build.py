@@ -662,6 +662,22 @@ def _csharp_import(
     return target, alias
 
 
+def _kotlin_import(
+    scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
+) -> _Resolved:
+    """A Kotlin import: a package is the directories its path ends with (one per source set);
+    a name in it is defined at the top of any of their files."""
+    packages = scopes.directories_ending(module.replace(".", "/"))
+    if name == "*":
+        scopes.files[file].wildcards.extend(packages)
+        return (packages[0] if packages else None), None
+    for package in packages:
+        found = scopes.member(package, name or "")
+        if found is not None:
+            return found, alias or name
+    return None, None
+
+
 def _c_import(
     scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
 ) -> _Resolved:
@@ -681,4 +697,5 @@ _IMPORTS: Final = {
     "php": _php_import,
     "ruby": _ruby_import,
     "csharp": _csharp_import,
+    "kotlin": _kotlin_import,
 }

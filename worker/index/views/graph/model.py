@@ -71,6 +71,7 @@ CLASS_KINDS: Final = frozenset(
         "trait_declaration",
         "struct_declaration",
         "namespace_declaration",
+        "object_declaration",
         "struct_specifier",
         "union_specifier",
         "enum_specifier",

@@ -27,9 +27,12 @@ definition (C's functions; C++'s and C#'s namespaces and Ruby's modules, which s
 files)."""
 _GLOBAL_TYPES: Final = frozenset({"ruby", "csharp"})
 """Of those, the languages whose global names are types only."""
-MEMBER_SCOPED: Final = frozenset({"java", "cpp", "ruby", "csharp"})
+MEMBER_SCOPED: Final = frozenset({"java", "cpp", "ruby", "csharp", "kotlin"})
 """Languages where a bare name in a method may be a member of its class (Ruby's `redirect
 to(x)` is `self.to`)."""
+_PACKAGED: Final = frozenset({"go", "kotlin"})
+"""Languages whose package is a directory: a name defined at the top of one of its files is
+defined in all of them."""
 _JS_GRAMMARS: Final = frozenset({"javascript", "typescript", "tsx"})
 _COMMONJS_EXPORTS: Final = ("exports", "module.exports")
 _OWNED: Final = frozenset({"go", "javascript", "typescript", "tsx"})
@@ -87,6 +90,8 @@ class Scopes:
         """C and C++ top-level names, and C++ qualified names, defined once in the commit, and
         that definition."""
         self._by_suffix: dict[tuple[str, str], int | None] = {}
+        self._ending_dirs: dict[str, list[int]] = {}
+        self._dirs_by_name: dict[str, list[str]] | None = None
         self._ending: dict[str, int | None] = {}
         self._python_modules: dict[str, list[int]] = defaultdict(list)
         self._owners: dict[int, str] = {}
@@ -94,13 +99,14 @@ class Scopes:
         Go method's receiver type (`Context` of `Context.Next`), the object a JavaScript
         function is assigned to (`res` of `res.json`, `Router` of `Router.prototype.route`),
         or a JavaScript function's own name (a constructor, whose prototype holds methods)."""
-        self._go_packages: set[int] = set()
-        """Directories holding a Go file (-1: the root)."""
+        self._packages: set[int] = set()
+        """Directories holding a Go or Kotlin file (-1: the root): their files' top-level
+        names are one package's."""
         for path, node in file_nodes.items():
             parent, _, name = path.rpartition("/")
             self.children[dir_nodes[parent] if parent else -1][name] = node
-            if grammars[path] == "go":
-                self._go_packages.add(dir_nodes[parent] if parent else -1)
+            if grammars[path] in _PACKAGED:
+                self._packages.add(dir_nodes[parent] if parent else -1)
             if path.endswith(".py"):
                 module = path[:-3].removesuffix("/__init__").replace("/", ".")
                 parts = module.split(".")
@@ -204,6 +210,26 @@ class Scopes:
                 return found
         return None
 
+    def directories_ending(self, path: str) -> list[int]:
+        """The directories whose path is `path` or ends with it, the shortest first: a
+        Kotlin package under each source set (`src/main/kotlin/a/b`, `src/jvmMain/kotlin/a/b`)."""
+        if path in self._ending_dirs:
+            return self._ending_dirs[path]
+        index = self._dirs_by_name
+        if index is None:
+            index = defaultdict(list)
+            for found in self.dir_nodes:
+                index[posixpath.basename(found)].append(found)
+            self._dirs_by_name = index
+        suffix = "/" + path
+        ending = sorted(
+            (d for d in index.get(posixpath.basename(path), []) if d == path or d.endswith(suffix)),
+            key=lambda d: (len(d), d),
+        )
+        nodes = [self.dir_nodes[d] for d in ending]
+        self._ending_dirs[path] = nodes
+        return nodes
+
     def file_by_suffix(self, importer: str, path: str) -> int | None:
         """A file named by a path relative to the importer, else the shortest one ending it.
 
@@ -288,11 +314,11 @@ class Scopes:
                         init = self.children.get(child, {}).get("__init__.py")
                         return init if init is not None else child
                     return child
-            if node not in self._go_packages:
+            if node not in self._packages:
                 return None
-            for child in children.values():  # a Go package: its files' definitions
+            for child in children.values():  # a Go or Kotlin package: its files' definitions
                 package_file = self.files.get(child)
-                if package_file is not None and package_file.grammar == "go":
+                if package_file is not None and package_file.grammar in _PACKAGED:
                     top = self.scope(child).top
                     if name in top:
                         return top[name]
@@ -398,7 +424,7 @@ class Scopes:
             found = self.member(wildcard, name)
             if found is not None:
                 return found
-        if scope.grammar == "go":
+        if scope.grammar in _PACKAGED:
             return self.member(self.dir_nodes.get(posixpath.dirname(scope.path), -1), name)
         if scope.grammar in ("java", "php"):
             # A class of the same package (namespace): the file named after it beside this one.
