@@ -62,6 +62,17 @@ def _hits(data: bytes, keyword: bytes) -> Iterator[int]:
         at = data.find(keyword, at + len(keyword))
 
 
+def _statements(
+    data: bytes, pattern: re.Pattern[bytes], *keywords: bytes
+) -> Iterator[tuple[int, re.Match[bytes]]]:
+    """(row, match) of each statement `pattern` matches where a line starts with a keyword."""
+    for at in sorted({at for keyword in keywords for at in _hits(data, keyword)}):
+        if _at_line_start(data, at):
+            matched = pattern.match(data, at, at + _MAX_STATEMENT)
+            if matched is not None:
+                yield _row(data, at), matched
+
+
 # Python ------------------------------------------------------------------------------
 
 _PY_FROM: Final = re.compile(rb"[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+$")
@@ -232,14 +243,10 @@ _JAVA_IMPORT: Final = re.compile(rb"import\s+(static\s+)?([\w.]+?)(?:\.(\*|\w+))
 
 def java_imports(data: bytes) -> list[Import]:
     """`import a.b.C;`, `import a.b.*;` and `import static a.b.C.m;`."""
-    found: list[Import] = []
-    for at in _hits(data, b"import"):
-        if not _at_line_start(data, at):
-            continue
-        matched = _JAVA_IMPORT.match(data, at, at + _MAX_STATEMENT)
-        if matched is not None:
-            found.append(Import(_row(data, at), _text(matched.group(2)), _text(matched.group(3))))
-    return found
+    return [
+        Import(row, _text(matched.group(2)), _text(matched.group(3)))
+        for row, matched in _statements(data, _JAVA_IMPORT, b"import")
+    ]
 
 
 # PHP -------------------------------------------------------------------------------------
@@ -260,13 +267,10 @@ def php_imports(data: bytes) -> list[Import]:
     """`use A\\B\\C;`, `use A\\B\\C as D;` and `use A\\B\\{C, D as E};` (classes; a
     function or a constant imported by `use function`/`use const` is left out)."""
     found: list[Import] = []
-    for at in _hits(data, b"use"):
-        if not _at_line_start(data, at):
+    for row, matched in _statements(data, _PHP_USE, b"use"):
+        if matched.group(1) is not None:
             continue
-        matched = _PHP_USE.match(data, at, at + _MAX_STATEMENT)
-        if matched is None or matched.group(1) is not None:
-            continue
-        row, qualified = _row(data, at), _text(matched.group(2))
+        qualified = _text(matched.group(2))
         if matched.group(3) is None:
             alias = matched.group(4)
             found.append(_php_class(row, qualified, None if alias is None else _text(alias)))
@@ -288,13 +292,8 @@ _CSHARP_USING: Final = re.compile(
 def csharp_imports(data: bytes) -> list[Import]:
     """`using A.B;` and `using static A.B.C;` (every name of it: `*`), `using X = A.B;`."""
     found: list[Import] = []
-    for at in sorted({*_hits(data, b"using"), *_hits(data, b"global")}):
-        if not _at_line_start(data, at):
-            continue
-        matched = _CSHARP_USING.match(data, at, at + _MAX_STATEMENT)
-        if matched is None:
-            continue
-        row, module, alias = _row(data, at), _text(matched.group(3)), matched.group(2)
+    for row, matched in _statements(data, _CSHARP_USING, b"using", b"global"):
+        module, alias = _text(matched.group(3)), matched.group(2)
         if alias is None:
             found.append(Import(row, module, "*"))
         else:
@@ -310,15 +309,10 @@ _RUBY_REQUIRE: Final = re.compile(rb"require(_relative)?[ \t(]+['\"]([^'\"\n]+)[
 def ruby_imports(data: bytes) -> list[Import]:
     """`require "a/b"` as written, `require_relative "b"` as `./b`."""
     found: list[Import] = []
-    hits = sorted({*_hits(data, b"require"), *_hits(data, b"require_relative")})
-    for at in hits:
-        if not _at_line_start(data, at):
-            continue
-        matched = _RUBY_REQUIRE.match(data, at, at + _MAX_STATEMENT)
-        if matched is not None:
-            path = _text(matched.group(2))
-            relative = matched.group(1) is not None and not path.startswith(".")
-            found.append(Import(_row(data, at), f"./{path}" if relative else path))
+    for row, matched in _statements(data, _RUBY_REQUIRE, b"require", b"require_relative"):
+        path = _text(matched.group(2))
+        relative = matched.group(1) is not None and not path.startswith(".")
+        found.append(Import(row, f"./{path}" if relative else path))
     return found
 
 
@@ -330,20 +324,10 @@ _KOTLIN_IMPORT: Final = re.compile(rb"import[ \t]+([\w.]+)\.(\*|\w+)(?:[ \t]+as[
 def kotlin_imports(data: bytes) -> list[Import]:
     """`import a.b.C`, `import a.b.*` and `import a.b.C as D` (no semicolons)."""
     found: list[Import] = []
-    for at in _hits(data, b"import"):
-        if not _at_line_start(data, at):
-            continue
-        matched = _KOTLIN_IMPORT.match(data, at, at + _MAX_STATEMENT)
-        if matched is not None:
-            alias = matched.group(3)
-            found.append(
-                Import(
-                    _row(data, at),
-                    _text(matched.group(1)),
-                    _text(matched.group(2)),
-                    None if alias is None else _text(alias),
-                )
-            )
+    for row, matched in _statements(data, _KOTLIN_IMPORT, b"import"):
+        alias = matched.group(3)
+        module, name = _text(matched.group(1)), _text(matched.group(2))
+        found.append(Import(row, module, name, None if alias is None else _text(alias)))
     return found
 
 
