@@ -55,8 +55,10 @@ def is_public(path: str, name: str, signature: str) -> bool:
             return last[:1].isupper()
         case "rust":
             return head.startswith("pub")
-        case "java" | "kotlin" | "csharp":
+        case "java" | "csharp":
             return "public " in f" {head}"
+        case "kotlin":  # public unless said otherwise
+            return not re.search(r"\b(?:private|internal|protected)\b", head.split("(", 1)[0])
         case "javascript" | "typescript":
             return head.startswith("export")
         case "c" | "cpp":

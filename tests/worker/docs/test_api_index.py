@@ -17,10 +17,15 @@ from worker.docs.api_index import is_public
         ("src/App.php", "App", "final class App extends Proxy", True),
         ("lib/app.rb", "App.route", "def route(path)", True),
         ("lib/app.rb", "App._cache", "def _cache", False),
+        ("src/Call.kt", "Call.execute", "override fun execute(): Response", True),
+        ("src/Call.kt", "Call.run", "private fun run(x: Int) = x", False),
+        ("src/Call.kt", "Call.cache", "internal fun cache()", False),
+        ("src/Engine.cs", "Engine.Run", "public int Run()", True),
+        ("src/Engine.cs", "Engine.Step", "int Step() => 1;", False),
         ("src/lib.rs", "parse", "pub fn parse(input: &str)", True),
         ("src/lib.rs", "helper", "fn helper()", False),
     ],
 )
 def test_public_by_language(path: str, name: str, signature: str, public: bool) -> None:
-    """PHP hides private and protected members; Ruby a leading underscore; Rust needs pub."""
+    """PHP and Kotlin are public unless said otherwise; C# and Rust only when they say so."""
     assert is_public(path, name, signature) is public
