@@ -34,7 +34,7 @@ from worker.config import (
 )
 from worker.errors import ConfigError, RepoNotFound, RevisionNotFound
 from worker.licenses import LicenseInfo, LicenseResolver
-from worker.repos.catalog import resolve_revision
+from worker.repos.catalog import file_stamp, resolve_revision
 
 if TYPE_CHECKING:
     from contracts.docs import DocType
@@ -151,8 +151,32 @@ class Mirror:
         trust_configured_repositories()
         self.layout = CacheLayout(cache_dir)
         self.config_file = config_file
-        self.config: Config = load_config(config_file)
+        self._config = load_config(config_file)
+        self._config_stamp = file_stamp(config_file)
         self._progress = progress
+
+    @property
+    def config(self) -> Config:
+        """The configuration, read again when its file changed since: a repository another
+        `mirror add` or `remove` registered or dropped while this mirror serves.
+
+        A file that no longer parses is logged and the last good configuration kept.
+        """
+        stamp = file_stamp(self.config_file)
+        if stamp != self._config_stamp:
+            self._config_stamp = stamp
+            try:
+                self._config = load_config(self.config_file)
+            except ConfigError as exc:
+                log.warning("mirror.config_unreadable", error=str(exc))
+            else:
+                log.info("mirror.config_reloaded", repos=[r.name for r in self._config.repos])
+        return self._config
+
+    @config.setter
+    def config(self, config: Config) -> None:
+        self._config = config
+        self._config_stamp = file_stamp(self.config_file)
 
     def add(self, name: str, url: str) -> RepoEntry:
         """Register `name` at `url` in the config file (atomically) and return its entry.

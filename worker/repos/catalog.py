@@ -50,7 +50,7 @@ CONFIG_RECHECK_SECONDS: Final = 1.0
 """How often a worker looks whether the config file changed (a repository added, removed)."""
 
 
-def _stamp(path: Path | None) -> tuple[int, int] | None:
+def file_stamp(path: Path | None) -> tuple[int, int] | None:
     """What tells a changed file apart: its modification time and size (None: no file)."""
     if path is None:
         return None
@@ -70,7 +70,7 @@ class RepoCatalog:
         trust_configured_repositories()
         self._config = config
         self._config_file = config_file
-        self._config_stamp = _stamp(config_file)
+        self._config_stamp = file_stamp(config_file)
         self._config_checked = time.monotonic()
         self._config_lock = threading.Lock()
         self.layout = layout
@@ -91,7 +91,7 @@ class RepoCatalog:
         if path is not None and time.monotonic() - self._config_checked >= CONFIG_RECHECK_SECONDS:
             with self._config_lock:
                 self._config_checked = time.monotonic()
-                stamp = _stamp(path)
+                stamp = file_stamp(path)
                 if stamp != self._config_stamp:
                     self._config_stamp = stamp
                     try:

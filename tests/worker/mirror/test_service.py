@@ -68,6 +68,21 @@ def test_admin_sync_fetches_new_commits(
     assert state.head == newer
 
 
+def test_a_repository_registered_while_the_mirror_serves_is_synced_on_request(
+    nats_server: EmbeddedNats,
+    mirror_process: MirrorProcess,
+    cache: MirroredCache,
+    make_source: SourceFactory,
+) -> None:
+    """`mirror add` from another process is followed: admin.sync of the new name works."""
+    path, head = make_source("other")
+    cache.mirror.add("acme/other", str(path))
+    request = SyncRequest(repos=("acme/other",))
+    response = asyncio.run(call(nats_server.url, Subject.ADMIN_SYNC, request, SyncResponse))
+    ((repo, synced),) = [(r.repo, r.head) for r in response.results]
+    assert (repo, synced) == ("acme/other", head)
+
+
 def test_admin_rebuild_index(
     nats_server: EmbeddedNats, mirror_process: MirrorProcess, source: tuple[Path, str]
 ) -> None:
