@@ -268,6 +268,46 @@ def load_config(path: Path, *, missing_ok: bool = True) -> Config:
     return parse_config(raw, source=str(path))
 
 
+class FollowedConfig:
+    """The configuration in a file, read again when the file changed (its modification time
+    or size): repositories that `mirror add` or `remove` registered or dropped meanwhile."""
+
+    def __init__(self, path: Path | None, config: Config) -> None:
+        self.path = path
+        self.config = config
+        """The last good configuration."""
+        self._stamp = _stamp(path)
+
+    def reread(self) -> bool:
+        """Read the file again if it changed since; whether it was.
+
+        A file that no longer parses raises ConfigError and keeps the last good config; it
+        is not read again until it changes again.
+        """
+        stamp = _stamp(self.path)
+        if self.path is None or stamp == self._stamp:
+            return False
+        self._stamp = stamp
+        self.config = load_config(self.path)
+        return True
+
+    def written(self, config: Config) -> None:
+        """This process wrote `config` to the file: it is current."""
+        self.config = config
+        self._stamp = _stamp(self.path)
+
+
+def _stamp(path: Path | None) -> tuple[int, int] | None:
+    """What tells a changed file apart: its modification time and size (None: no file)."""
+    if path is None:
+        return None
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
 def parse_config(raw: bytes | str, *, source: str = CONFIG_FILENAME) -> Config:
     """Decode TOML text into a Config, turning every mistake into a ConfigError naming it."""
     try:

@@ -27,6 +27,7 @@ import structlog
 
 from worker.config import (
     Config,
+    FollowedConfig,
     RepoEntry,
     load_config,
     parse_config,
@@ -34,7 +35,7 @@ from worker.config import (
 )
 from worker.errors import ConfigError, RepoNotFound, RevisionNotFound
 from worker.licenses import LicenseInfo, LicenseResolver
-from worker.repos.catalog import file_stamp, resolve_revision
+from worker.repos.catalog import resolve_revision
 
 if TYPE_CHECKING:
     from contracts.docs import DocType
@@ -151,8 +152,7 @@ class Mirror:
         trust_configured_repositories()
         self.layout = CacheLayout(cache_dir)
         self.config_file = config_file
-        self._config = load_config(config_file)
-        self._config_stamp = file_stamp(config_file)
+        self._config = FollowedConfig(config_file, load_config(config_file))
         self._progress = progress
 
     @property
@@ -162,21 +162,18 @@ class Mirror:
 
         A file that no longer parses is logged and the last good configuration kept.
         """
-        stamp = file_stamp(self.config_file)
-        if stamp != self._config_stamp:
-            self._config_stamp = stamp
-            try:
-                self._config = load_config(self.config_file)
-            except ConfigError as exc:
-                log.warning("mirror.config_unreadable", error=str(exc))
-            else:
-                log.info("mirror.config_reloaded", repos=[r.name for r in self._config.repos])
-        return self._config
+        try:
+            if self._config.reread():
+                log.info(
+                    "mirror.config_reloaded", repos=[r.name for r in self._config.config.repos]
+                )
+        except ConfigError as exc:
+            log.warning("mirror.config_unreadable", error=str(exc))
+        return self._config.config
 
     @config.setter
     def config(self, config: Config) -> None:
-        self._config = config
-        self._config_stamp = file_stamp(self.config_file)
+        self._config.written(config)
 
     def add(self, name: str, url: str) -> RepoEntry:
         """Register `name` at `url` in the config file (atomically) and return its entry.

@@ -9,7 +9,6 @@ registered repositories is `AMBIGUOUS_REPOSITORY`. What the config alone decides
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
@@ -21,7 +20,7 @@ from typing import Final
 import pygit2
 import structlog
 
-from worker.config import Config, RepoEntry, load_config
+from worker.config import Config, FollowedConfig, RepoEntry
 from worker.errors import ConfigError, RepoNotFound
 from worker.licenses.identify import TextLicense
 from worker.repos.layout import CacheLayout, MirrorState, trust_configured_repositories
@@ -50,17 +49,6 @@ CONFIG_RECHECK_SECONDS: Final = 1.0
 """How often a worker looks whether the config file changed (a repository added, removed)."""
 
 
-def file_stamp(path: Path | None) -> tuple[int, int] | None:
-    """What tells a changed file apart: its modification time and size (None: no file)."""
-    if path is None:
-        return None
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_mtime_ns, info.st_size
-
-
 class RepoCatalog:
     """Resolves repository references against the config and the published mirror states."""
 
@@ -68,9 +56,7 @@ class RepoCatalog:
         self, config: Config, layout: CacheLayout, *, config_file: Path | None = None
     ) -> None:
         trust_configured_repositories()
-        self._config = config
-        self._config_file = config_file
-        self._config_stamp = file_stamp(config_file)
+        self._config = FollowedConfig(config_file, config)
         self._config_checked = time.monotonic()
         self._config_lock = threading.Lock()
         self.layout = layout
@@ -87,20 +73,15 @@ class RepoCatalog:
         follows it serves them without a restart. A file that no longer parses is ignored
         (logged) and the last good configuration kept.
         """
-        path = self._config_file
-        if path is not None and time.monotonic() - self._config_checked >= CONFIG_RECHECK_SECONDS:
+        if time.monotonic() - self._config_checked >= CONFIG_RECHECK_SECONDS:
             with self._config_lock:
                 self._config_checked = time.monotonic()
-                stamp = file_stamp(path)
-                if stamp != self._config_stamp:
-                    self._config_stamp = stamp
-                    try:
-                        self._config = load_config(path)
-                    except ConfigError as exc:
-                        log.warning("catalog.config_unreadable", error=str(exc))
-                    else:
+                try:
+                    if self._config.reread():
                         log.info("catalog.config_reloaded", repos=self.servable())
-        return self._config
+                except ConfigError as exc:
+                    log.warning("catalog.config_unreadable", error=str(exc))
+        return self._config.config
 
     def lookup(self, ref: str, *, field: str = "repo") -> RepoEntry:
         """The registered repository `ref` (``owner/name`` or a bare ``name``) names."""
