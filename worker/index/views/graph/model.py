@@ -17,6 +17,8 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from worker.index.analysis.definitions import CONTAINER_KINDS
+
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
@@ -50,38 +52,20 @@ class Relation(enum.IntEnum):
         return self.name.lower()
 
 
-CLASS_KINDS: Final = frozenset(
+CLASS_KINDS: Final = CONTAINER_KINDS | frozenset(
     {
-        "class_definition",
-        "class_declaration",
-        "abstract_class_declaration",
-        "interface_declaration",
-        "enum_declaration",
-        "record_declaration",
         "annotation_type_declaration",
         "struct_item",
         "enum_item",
         "union_item",
-        "trait_item",
-        "impl_item",
-        "mod_item",
-        "module",
-        "internal_module",
-        "class",
-        "trait_declaration",
-        "struct_declaration",
-        "namespace_declaration",
-        "object_declaration",
-        "struct_specifier",
         "union_specifier",
         "enum_specifier",
-        "class_specifier",
-        "namespace_definition",
         "type_declaration",
         "type_alias_declaration",
     }
 )
-"""Parser node kinds that are classes in the graph (types, and the scopes that hold methods)."""
+"""Parser node kinds that are classes in the graph: the containers (classes, impls, modules,
+namespaces), and the types whose members are no definitions of their own."""
 
 
 def entity_type(kind: str) -> EntityType:
