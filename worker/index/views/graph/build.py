@@ -30,16 +30,19 @@ from worker.index.views.graph.model import (
     Relation,
     entity_type,
 )
-from worker.index.views.graph.scope import MEMBER_SCOPED, Scopes
+from worker.index.views.graph.scope import (
+    MEMBER_SCOPED,
+    NAMESPACES_SPAN_FILES,
+    SELF_NAMES,
+    Scopes,
+)
 from worker.index.views.text import CommitIndex
 
 _SEPARATORS: Final = re.compile(r"\.|::|->")
 I64 = npt.NDArray[np.int64]
-_SELF_NAMES: Final = frozenset({"self", "this", "cls", "Self", "$this"})
 _ARROW_SELF: Final = frozenset({"this", "$this"})
 """What may start a `->` chain the graph resolves (C++ `this->x`, PHP `$this->x`); any other
 object's type is unknown."""
-"""Languages whose methods reach their class's members by bare name."""
 _CPP_ONLY_KINDS: Final = pa.array(["class_specifier", "namespace_definition"], pa.string())
 """Definitions C's grammar has no node for: a file holding one was parsed as C++."""
 
@@ -294,10 +297,10 @@ def build_graph(index: CommitIndex) -> GraphBuild:
         return n_dirs + int(data.entity_path[node - first]) if node >= first else node
 
     def only_definitions() -> dict[str, int]:
-        # C's top-level names, and C++'s, Ruby's and C#'s by their qualified names
+        # C's top-level names, and those whose namespaces span files by their qualified names
         # (`geo.Shape`) too.
         c_family = _in_grammars(grammars, paths, "c", "cpp")
-        nested = _in_grammars(grammars, paths, "cpp", "ruby", "csharp")
+        nested = _in_grammars(grammars, paths, *NAMESPACES_SPAN_FILES)
         on_path = data.entity_path
         mine = np.flatnonzero((data.entity_top & c_family[on_path]) | nested[on_path])
         single, node = _only_of_name(data.name_array.take(pa.array(mine)), first + mine)
@@ -416,9 +419,9 @@ def _resolve(
     holders: list[int] = data.holder.tolist()
     for r in np.flatnonzero(data.relation == Relation.INHERIT).tolist():
         file, holder = owner_file[r], holders[r]
-        # A C++, Ruby or C# base is named from inside its class's namespaces or modules
+        # Where namespaces span files, a base is named from inside its class's namespaces
         # (`class C : public Shape`, `module Shop; class Engine < Base`).
-        where = holder if scopes.files[file].grammar in ("cpp", "ruby", "csharp") else file
+        where = holder if scopes.files[file].grammar in NAMESPACES_SPAN_FILES else file
         base = scopes.resolve_chain(file, where, _SEPARATORS.split(data.target[r] or ""), parents)
         if base is not None and types[base] == EntityType.CLASS and base != holder:
             found.add(holder, base, Relation.INHERIT)
@@ -463,10 +466,10 @@ def _resolve_calls(
             continue
         file, holder = owner_file[r], holders[r]
         context = -2
-        if parts[0] in _SELF_NAMES or scopes.files[file].grammar in MEMBER_SCOPED:
+        if parts[0] in SELF_NAMES or scopes.files[file].grammar in MEMBER_SCOPED:
             enclosing = scopes.receiver_class(holder, parents)
             context = -1 if enclosing is None else enclosing
-            if enclosing is None and parts[0] in _SELF_NAMES:
+            if enclosing is None and parts[0] in SELF_NAMES:
                 context = holder  # `this` outside a class is the function's own (`_owned`)
         key = (file, context, target)
         if key in meanings:

@@ -19,12 +19,15 @@ from typing import Final
 from worker.index.views.graph.model import EntityType
 
 _JS_EXTENSIONS: Final = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
-_SELF: Final = frozenset({"self", "this", "cls", "Self", "$this"})
+SELF_NAMES: Final = frozenset({"self", "this", "cls", "Self", "$this"})
+"""What names the object a method runs on."""
 _MAX_BASE_DEPTH: Final = 6
-_GLOBAL_NAMES: Final = frozenset({"c", "cpp", "ruby", "csharp"})
+NAMESPACES_SPAN_FILES: Final = frozenset({"cpp", "ruby", "csharp"})
+"""Languages whose namespaces (modules) any file may open again: a name is sought in them
+from the innermost out, by its qualified name, wherever it is defined."""
+_GLOBAL_NAMES: Final = NAMESPACES_SPAN_FILES | {"c"}
 """Languages whose names are global once loaded: a name defined once in the commit is that
-definition (C's functions; C++'s and C#'s namespaces and Ruby's modules, which span
-files)."""
+definition (C's functions; C++'s and C#'s namespaces and Ruby's modules)."""
 _GLOBAL_TYPES: Final = frozenset({"ruby", "csharp"})
 """Of those, the languages whose global names are types only."""
 MEMBER_SCOPED: Final = frozenset({"java", "cpp", "ruby", "csharp", "kotlin"})
@@ -35,7 +38,7 @@ _PACKAGED: Final = frozenset({"go", "kotlin"})
 defined in all of them."""
 _JS_GRAMMARS: Final = frozenset({"javascript", "typescript", "tsx"})
 _COMMONJS_EXPORTS: Final = ("exports", "module.exports")
-_OWNED: Final = frozenset({"go", "javascript", "typescript", "tsx"})
+_OWNED: Final = _JS_GRAMMARS | {"go"}
 """Languages whose top-level functions may be methods of an object (see `Scopes._owners`)."""
 
 
@@ -87,8 +90,8 @@ class Scopes:
         self.children: dict[int, dict[str, int]] = defaultdict(dict)
         """A directory's files and subdirectories by name."""
         self._only: dict[str, int] | None = None
-        """C and C++ top-level names, and C++ qualified names, defined once in the commit, and
-        that definition."""
+        """C's top-level names, and the qualified names of `NAMESPACES_SPAN_FILES`, defined once
+        in the commit, and that definition (see `only`)."""
         self._by_suffix: dict[tuple[str, str], int | None] = {}
         self._ending_dirs: dict[str, list[int]] = {}
         self._dirs_by_name: dict[str, list[str]] | None = None
@@ -457,29 +460,27 @@ class Scopes:
         """The one definition of `name` in the commit, seen from `holder`: qualified by its
         namespaces (modules) from the innermost out, as they span files, then by those the
         file uses, then bare."""
-        if self._only is None:
-            self._only = self._only_definitions()
-        if scope.grammar != "c" and holder != scope.node:
+        if scope.grammar in NAMESPACES_SPAN_FILES and holder != scope.node:
             owner = self.enclosing_class(holder, parents)
             key = None if owner is None else self.class_of(owner)
             prefix = "" if key is None else key[1]
             while prefix:
-                found = self._only.get(f"{prefix}.{name}")
+                found = self.only(f"{prefix}.{name}")
                 if found is not None:
                     return found
                 prefix = prefix.rpartition(".")[0]
         for namespace in scope.namespaces:
-            found = self._only.get(f"{namespace}.{name}")
+            found = self.only(f"{namespace}.{name}")
             if found is not None:
                 return found
-        return self._only.get(name)
+        return self.only(name)
 
     def resolve_chain(
         self, file: int, holder: int, parts: Sequence[str], parents: Sequence[int]
     ) -> int | None:
         """What `a.b.c` means in `holder`: the first name looked up, the rest as members."""
         first = parts[0]
-        if first in _SELF and holder != file:
+        if first in SELF_NAMES and holder != file:
             node = self.receiver_class(holder, parents)
             if node is None and len(parts) > 1:
                 node, parts = self._owned(file, holder, parts[1]), parts[1:]
