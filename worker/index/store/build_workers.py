@@ -30,8 +30,9 @@ from typing import Final
 import pygit2
 import structlog
 
-from worker.index.analysis.grammars import PARSED_LANGUAGES
+from worker.index.analysis.grammars import PARSED_LANGUAGES, grammar_of
 from worker.index.analysis.segment_builder import BlobSource, SegmentBuilder
+from worker.languages import EXTENSIONS
 
 log = structlog.get_logger(__name__)
 
@@ -41,21 +42,19 @@ _gate: list[Barrier] = []
 """In a build worker: the barrier every worker of its pool passes when started ahead."""
 _START_TIMEOUT: Final = 60.0
 _SAMPLE: Final = b"def handleRequest(self, request_id):\n    return parse_url(self.base_url)\n"
-_SAMPLE_PATHS: Final[dict[str, str]] = {
-    "python": "sample.py",
-    "javascript": "sample.js",
-    "typescript": "sample.ts",
-    "tsx": "sample.tsx",
-    "go": "sample.go",
-    "java": "Sample.java",
-    "rust": "sample.rs",
-    "c": "sample.c",
-    "cpp": "sample.cpp",
-    "ruby": "sample.rb",
-    "php": "sample.php",
-    "csharp": "Sample.cs",
-    "kotlin": "Sample.kt",
-}
+
+
+def _sample_paths() -> dict[str, str]:
+    """A file name each parsed grammar reads, the first the language table gives it."""
+    paths: dict[str, str] = {}
+    for extension in (e for extensions in EXTENSIONS.values() for e in extensions):
+        grammar = grammar_of(f"sample{extension}")
+        if grammar is not None:
+            paths.setdefault(grammar, f"sample{extension}")
+    return paths
+
+
+_SAMPLE_PATHS: Final = _sample_paths()
 
 
 def warm_up() -> None:
@@ -67,8 +66,8 @@ def warm_up() -> None:
     """
     builder = SegmentBuilder(1 << 20)
     builder.add(
-        BlobSource(bytes([i]) * 20, _SAMPLE_PATHS[language], _SAMPLE)
-        for i, language in enumerate(sorted(PARSED_LANGUAGES))
+        BlobSource(bytes([i]) * 20, _SAMPLE_PATHS[grammar], _SAMPLE)
+        for i, grammar in enumerate(sorted(PARSED_LANGUAGES))
     )
     builder.tables()
 
