@@ -183,7 +183,8 @@ class SegmentBuilder:
     ) -> tuple[ChunkBatch, BatchEntities, BatchReferences]:
         """A batch's chunks, entities and references: everything a parse decides.
 
-        Changes nothing in the builder, so that a batch whose parse fails can be done again.
+        Changes nothing the segment will hold (only the phase timings), so that a batch whose
+        parse fails can be done again.
         """
         chunked = time.perf_counter()
         chunks = chunk_batch(datas, grammars)
