@@ -408,7 +408,7 @@ def _resolve(
     found = _Found()
     for r in np.flatnonzero(data.relation == Relation.IMPORT).tolist():
         file = owner_file[r]
-        reader = _IMPORTS.get(scopes.files[file].grammar or "", _no_import)
+        reader = _IMPORTS.get(scopes.grammar(file) or "", _no_import)
         target, bound = reader(scopes, file, data.target[r] or "", data.imported[r], data.alias[r])
         if target is None or target < 0:
             continue
@@ -421,7 +421,7 @@ def _resolve(
         file, holder = owner_file[r], holders[r]
         # Where namespaces span files, a base is named from inside its class's namespaces
         # (`class C : public Shape`, `module Shop; class Engine < Base`).
-        where = holder if scopes.files[file].grammar in NAMESPACES_SPAN_FILES else file
+        where = holder if scopes.grammar(file) in NAMESPACES_SPAN_FILES else file
         base = scopes.resolve_chain(file, where, _SEPARATORS.split(data.target[r] or ""), parents)
         if base is not None and types[base] == EntityType.CLASS and base != holder:
             found.add(holder, base, Relation.INHERIT)
@@ -466,7 +466,7 @@ def _resolve_calls(
             continue
         file, holder = owner_file[r], holders[r]
         context = -2
-        if parts[0] in SELF_NAMES or scopes.files[file].grammar in MEMBER_SCOPED:
+        if parts[0] in SELF_NAMES or scopes.grammar(file) in MEMBER_SCOPED:
             enclosing = scopes.receiver_class(holder, parents)
             context = -1 if enclosing is None else enclosing
             if enclosing is None and parts[0] in SELF_NAMES:
@@ -571,7 +571,7 @@ def _python_import(
 def _js_import(
     scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
 ) -> _Resolved:
-    base = scopes.js_module(scopes.files[file].path, module)
+    base = scopes.js_module(scopes.paths[file], module)
     if base is None or name in (None, "*", "default"):
         return base, alias
     member = scopes.member(base, name)
@@ -632,7 +632,7 @@ def _php_import(
     directory (PSR-4 maps a namespace's head to some directory, its tail to directories)."""
     parts = [p for p in module.split("\\") if p] + [name or ""]
     for start in range(max(1, len(parts) - 1)):
-        found = scopes.file_by_suffix(scopes.files[file].path, "/".join(parts[start:]) + ".php")
+        found = scopes.file_by_suffix(scopes.paths[file], "/".join(parts[start:]) + ".php")
         if found is not None:
             return scopes.scope(found).top.get(name or "", found), alias or name
     return None, None
@@ -646,7 +646,7 @@ def _ruby_import(
     bare `require "json"` is mostly a library's)."""
     path = module.removesuffix(".rb") + ".rb"
     if module.startswith(".") or "/" in module:
-        return scopes.file_by_suffix(scopes.files[file].path, path.removeprefix("./")), None
+        return scopes.file_by_suffix(scopes.paths[file], path.removeprefix("./")), None
     found = scopes.file_nodes.get(f"lib/{path}", scopes.file_nodes.get(path))
     return found, None
 
@@ -684,7 +684,7 @@ def _kotlin_import(
 def _c_import(
     scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
 ) -> _Resolved:
-    return scopes.file_by_suffix(scopes.files[file].path, module), None
+    return scopes.file_by_suffix(scopes.paths[file], module), None
 
 
 _IMPORTS: Final = {

@@ -57,6 +57,24 @@ class FileScope:
     """Namespaces whose names are in scope wherever they are defined (C#'s `using A.B;`)."""
 
 
+class _FileScopes(dict[int, FileScope]):
+    """Each file's scope, made when first asked for: most files of a large tree never are.
+
+    A scope holds containers, and hundreds of thousands made at once cost more in the
+    collector's passes over the graph's big lists than in making them.
+    """
+
+    def __init__(self, paths: dict[int, str], grammars: dict[str, str | None]) -> None:
+        super().__init__()
+        self._paths = paths
+        self._grammars = grammars
+
+    def __missing__(self, node: int) -> FileScope:
+        path = self._paths[node]
+        scope = self[node] = FileScope(node, path, self._grammars[path])
+        return scope
+
+
 class Scopes:
     """Every file's scope and every class's members, and the lookups over them."""
 
@@ -80,9 +98,10 @@ class Scopes:
         """What `Class.name` is, remembered once every base is known (`bases_known`)."""
         self.file_nodes = file_nodes
         self.dir_nodes = dir_nodes
-        self.files: dict[int, FileScope] = {
-            node: FileScope(node, path, grammars[path]) for path, node in file_nodes.items()
-        }
+        self.paths: dict[int, str] = {node: path for path, node in file_nodes.items()}
+        """Each file node's path."""
+        self._grammars = grammars
+        self.files: dict[int, FileScope] = _FileScopes(self.paths, grammars)
         self.members: dict[tuple[int, str], dict[str, int]] = defaultdict(dict)
         """(file node, qualified class name) -> its methods and nested classes by name."""
         self.class_key: dict[int, tuple[int, str]] = {}
@@ -118,6 +137,11 @@ class Scopes:
         for path, node in dir_nodes.items():
             parent, _, name = path.rpartition("/")
             self.children[dir_nodes[parent] if parent else -1][name] = node
+
+    def grammar(self, node: int) -> str | None:
+        """A file's grammar; None for a directory or a file no parser reads."""
+        path = self.paths.get(node)
+        return None if path is None else self._grammars[path]
 
     def scope(self, file: int) -> FileScope:
         """A file's scope, its definitions read in on first use."""
@@ -183,9 +207,9 @@ class Scopes:
         return min(
             candidates,
             key=lambda n: (
-                self.files[n].path.count("/"),
-                posixpath.dirname(self.files[n].path) != here,
-                self.files[n].path,
+                self.paths[n].count("/"),
+                posixpath.dirname(self.paths[n]) != here,
+                self.paths[n],
             ),
         )
 
@@ -258,11 +282,9 @@ class Scopes:
         found = [
             node
             for node in self._files_named(posixpath.basename(path))
-            if self.files[node].path.endswith(suffix)
+            if self.paths[node].endswith(suffix)
         ]
-        shortest = min(
-            found, key=lambda n: (len(self.files[n].path), self.files[n].path), default=None
-        )
+        shortest = min(found, key=lambda n: (len(self.paths[n]), self.paths[n]), default=None)
         self._ending[path] = shortest
         return shortest
 
@@ -270,8 +292,8 @@ class Scopes:
         index = getattr(self, "_by_name", None)
         if index is None:
             index = defaultdict(list)
-            for node, scope in self.files.items():
-                index[posixpath.basename(scope.path)].append(node)
+            for node, path in self.paths.items():
+                index[posixpath.basename(path)].append(node)
             self._by_name: dict[str, list[int]] = index
         found: list[int] = index.get(name, [])
         return found
@@ -320,8 +342,7 @@ class Scopes:
             if node not in self._packages:
                 return None
             for child in children.values():  # a Go or Kotlin package: its files' definitions
-                package_file = self.files.get(child)
-                if package_file is not None and package_file.grammar in _PACKAGED:
+                if self.grammar(child) in _PACKAGED:
                     top = self.scope(child).top
                     if name in top:
                         return top[name]
@@ -355,7 +376,7 @@ class Scopes:
         if key is None:
             return None
         method = self.members.get(key, {}).get(name)
-        if method is None and self.files[key[0]].grammar == "go":
+        if method is None and self.grammar(key[0]) == "go":
             method = self._go_method(key, name)
         if method is not None:
             return method
@@ -367,9 +388,9 @@ class Scopes:
 
     def _go_method(self, key: tuple[int, str], name: str) -> int | None:
         """A method of a Go type declared in another file of its package."""
-        package = self.dir_nodes.get(posixpath.dirname(self.files[key[0]].path), -1)
+        package = self.dir_nodes.get(posixpath.dirname(self.paths[key[0]]), -1)
         for file in self.children.get(package, {}).values():
-            if file != key[0] and file in self.files and self.files[file].grammar == "go":
+            if file != key[0] and self.grammar(file) == "go":
                 self.scope(file)
                 method = self.members.get((file, key[1]), {}).get(name)
                 if method is not None:
