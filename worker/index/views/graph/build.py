@@ -406,7 +406,10 @@ def _resolve(
     bases (methods are inherited), then calls."""
     owner_file: list[int] = file_node[data.reference_path].tolist()
     found = _Found()
-    for r in np.flatnonzero(data.relation == Relation.IMPORT).tolist():
+    imports = data.relation == Relation.IMPORT
+    includes = imports & _in_grammars(grammars, paths, "c", "cpp")[data.reference_path]
+    include_edges = _c_includes(scopes, data, np.flatnonzero(includes), paths, file_node)
+    for r in np.flatnonzero(imports & ~includes).tolist():
         file = owner_file[r]
         reader = _IMPORTS.get(scopes.grammar(file) or "", _no_import)
         target, bound = reader(scopes, file, data.target[r] or "", data.imported[r], data.alias[r])
@@ -433,7 +436,34 @@ def _resolve(
     c_edges = _resolve_calls(
         scopes, data, found, owner_file=owner_file, types=types, parents=parents, is_c=is_c
     )
-    return np.concatenate([found.keys(), c_edges])
+    return np.concatenate([found.keys(), include_edges, c_edges])
+
+
+def _c_includes(
+    scopes: Scopes, data: _Gathered, rows: I64, paths: list[str], file_node: I64
+) -> I64:
+    """Edge keys of C and C++ includes (reference rows): each header is looked up once per
+    directory that includes it, as an include binds no name."""
+    path_rows = data.reference_path[rows]
+    files, file_at = np.unique(path_rows, return_inverse=True)
+    folders = pa.array(
+        [paths[f].rpartition("/")[0] for f in files.tolist()], pa.string()
+    ).dictionary_encode()
+    folder_code = folders.indices.to_numpy(zero_copy_only=False).astype(np.int64)[file_at]
+    headers = data.target_array.take(pa.array(rows)).fill_null("").dictionary_encode()
+    header_code = headers.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    n_headers = max(len(headers.dictionary), 1)
+    pairs, pair_at = np.unique(folder_code * n_headers + header_code, return_inverse=True)
+    folder_names: list[str] = folders.dictionary.to_pylist()
+    header_names: list[str] = headers.dictionary.to_pylist()
+    found = [
+        scopes.file_in(folder_names[pair // n_headers], header_names[pair % n_headers])
+        for pair in pairs.tolist()
+    ]
+    target = np.asarray([-1 if f is None else f for f in found], dtype=np.int64)[pair_at]
+    source = file_node[path_rows]
+    keep = (target >= 0) & (target != source)
+    return _edge_keys(source[keep], target[keep], int(Relation.IMPORT))
 
 
 def _resolve_calls(
@@ -681,13 +711,7 @@ def _kotlin_import(
     return None, None
 
 
-def _c_import(
-    scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
-) -> _Resolved:
-    return scopes.file_by_suffix(scopes.paths[file], module), None
-
-
-_IMPORTS: Final = {
+_IMPORTS: Final = {  # C and C++ includes: `_c_includes`
     "python": _python_import,
     "javascript": _js_import,
     "typescript": _js_import,
@@ -695,8 +719,6 @@ _IMPORTS: Final = {
     "go": _go_import,
     "java": _java_import,
     "rust": _rust_import,
-    "c": _c_import,
-    "cpp": _c_import,
     "php": _php_import,
     "ruby": _ruby_import,
     "csharp": _csharp_import,

@@ -42,6 +42,14 @@ _OWNED: Final = _JS_GRAMMARS | {"go"}
 """Languages whose top-level functions may be methods of an object (see `Scopes._owners`)."""
 
 
+def _joined(folder: str, path: str) -> str:
+    """`path` relative to `folder`, normalised (`posixpath.normpath`, only where it may change
+    something: a C tree resolves hundreds of thousands of includes)."""
+    if not path or path[0] in "./" or "/." in path or "//" in path or path[-1] == "/":
+        return posixpath.normpath(posixpath.join(folder, path))
+    return f"{folder}/{path}" if folder else path
+
+
 @dataclass(slots=True)
 class FileScope:
     """One file's node, language, top-level definitions and import bindings."""
@@ -263,11 +271,14 @@ class Scopes:
         Remembered by (the importer's directory, path): the files of a directory include
         the same headers, and a C tree includes each many times.
         """
-        key = (importer.rpartition("/")[0], path)
+        return self.file_in(importer.rpartition("/")[0], path)
+
+    def file_in(self, folder: str, path: str) -> int | None:
+        """`file_by_suffix` for an importer in `folder`."""
+        key = (folder, path)
         if key in self._by_suffix:
             return self._by_suffix[key]
-        beside = posixpath.normpath(posixpath.join(key[0], path))
-        found = self.file_nodes.get(beside)
+        found = self.file_nodes.get(_joined(folder, path))
         if found is None:
             found = self.file_nodes.get(path)
         if found is None:
@@ -293,7 +304,7 @@ class Scopes:
         if index is None:
             index = defaultdict(list)
             for node, path in self.paths.items():
-                index[posixpath.basename(path)].append(node)
+                index[path.rpartition("/")[2]].append(node)
             self._by_name: dict[str, list[int]] = index
         found: list[int] = index.get(name, [])
         return found

@@ -1,0 +1,54 @@
+"""A commit's graph resolves each language's references by its rules, and nothing else."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tests.support.gitrepos import commit, init_repo
+from worker.index import IndexStore, build_commit_index
+from worker.index.views.graph.build import build_graph
+from worker.index.views.graph.model import CommitGraph, Relation
+
+
+def _graph(tmp_path: Path, files: dict[str, str]) -> CommitGraph:
+    repo = init_repo(tmp_path / "repo")
+    head = commit(repo, files)
+    build_commit_index(tmp_path / "cache", "a/b", repo, head)
+    index = IndexStore(tmp_path / "cache").open("a/b", repo, head, deadline=time.monotonic() + 60)
+    return build_graph(index).graph
+
+
+def _edges(graph: CommitGraph, relation: Relation) -> set[tuple[str, str]]:
+    ids, edges = graph.ids, graph.edges
+    return {
+        (ids[int(s)], ids[int(t)])
+        for s, t, r in zip(edges.source, edges.target, edges.relation, strict=True)
+        if r == relation
+    }
+
+
+def test_c_includes_resolve_beside_relative_and_by_shortest_suffix(tmp_path: Path) -> None:
+    """An include names the header beside its file, a path relative to it, else the shortest
+    path ending with it; a system header the tree lacks, and a file's own name, add nothing."""
+    graph = _graph(
+        tmp_path,
+        {
+            "drivers/net/dev.c": (
+                '#include "dev.h"\n#include "../core/core.h"\n#include <linux/slab.h>\n'
+                "#include <stdio.h>\nint f(void) { return 0; }\n"
+            ),
+            "drivers/net/dev.h": '#include "dev.h"\nint f(void);\n',
+            "drivers/core/core.h": "int g(void);\n",
+            "include/linux/slab.h": "void *kmalloc(int n);\n",
+            "tools/include/linux/slab.h": "void *kmalloc(int n);\n",
+            "fs/file.c": '#include "dev.h"\n#include <linux/slab.h>\nint h(void) { return 1; }\n',
+        },
+    )
+    assert _edges(graph, Relation.IMPORT) == {
+        ("drivers/net/dev.c", "drivers/net/dev.h"),
+        ("drivers/net/dev.c", "drivers/core/core.h"),
+        ("drivers/net/dev.c", "include/linux/slab.h"),
+        ("fs/file.c", "drivers/net/dev.h"),
+        ("fs/file.c", "include/linux/slab.h"),
+    }
