@@ -149,7 +149,7 @@ class _Gathered:
         kind_array = (
             pa.concat_arrays(kinds).take(pa.array(back)) if kinds else pa.array([], pa.string())
         )
-        self.types = np.asarray([entity_type(k) for k in kind_array.to_pylist()], dtype=np.uint8)
+        self.types = _entity_types(kind_array)
         cpp_only = pc.is_in(kind_array, value_set=_CPP_ONLY_KINDS).to_numpy(zero_copy_only=False)
         self.cpp_paths: I64 = distinct(owner[cpp_only])
         """Path rows with a definition only C++'s grammar finds: a `.h` among them is C++."""
@@ -230,6 +230,17 @@ def _decoded_array(column: pa.ChunkedArray) -> pa.Array:
     if pa.types.is_dictionary(array.type):
         array = array.dictionary_decode()
     return array
+
+
+def _entity_types(kinds: pa.Array) -> npt.NDArray[np.uint8]:
+    """Each definition's `EntityType`, by parser kind (each distinct kind mapped once)."""
+    encoded = kinds.dictionary_encode()
+    by_kind = [int(entity_type(kind)) for kind in encoded.dictionary.to_pylist()]
+    mapping = np.asarray(by_kind or [0], dtype=np.uint8)
+    types: npt.NDArray[np.uint8] = mapping[
+        encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    ]
+    return types
 
 
 def _relation_codes(column: pa.ChunkedArray) -> npt.NDArray[np.uint8]:
