@@ -333,6 +333,7 @@ def build_graph(index: CommitIndex) -> GraphBuild:
             data,
             file_node=file_node,
             types=type_list,
+            type_codes=types,
             parents=parent_list,
             grammars=grammars,
             paths=paths,
@@ -409,6 +410,7 @@ def _resolve(
     *,
     file_node: I64,
     types: list[int],
+    type_codes: npt.NDArray[np.uint8],
     parents: list[int],
     grammars: dict[str, str | None],
     paths: list[str],
@@ -443,11 +445,16 @@ def _resolve(
             if key is not None:
                 scopes.bases[key].append(base)
     scopes.bases_known()
-    is_c = _in_grammars(grammars, paths, "c")
-    c_edges = _resolve_calls(
-        scopes, data, found, owner_file=owner_file, types=types, parents=parents, is_c=is_c
+    call_edges = _resolve_calls(
+        scopes,
+        data,
+        file_node=file_node,
+        types=type_codes,
+        parents=parents,
+        grammars=grammars,
+        paths=paths,
     )
-    return np.concatenate([found.keys(), include_edges, c_edges])
+    return np.concatenate([found.keys(), include_edges, call_edges])
 
 
 def _c_includes(
@@ -480,54 +487,93 @@ def _c_includes(
 def _resolve_calls(
     scopes: Scopes,
     data: _Gathered,
-    found: _Found,
     *,
-    owner_file: list[int],
-    types: list[int],
+    file_node: I64,
+    types: npt.NDArray[np.uint8],
     parents: list[int],
-    is_c: npt.NDArray[np.bool_],
+    grammars: dict[str, str | None],
+    paths: list[str],
 ) -> I64:
-    """Resolve calls into `found`; plain names called in C, for all at once: their keys."""
+    """Edge keys of the calls that resolve.
+
+    What a call means depends on its file, and on its class only where names reach into the
+    class (`self.x`; Java and C++ methods): each distinct (file, class, callee) is resolved
+    once, for the first call of it. Plain names called in C are resolved all at once.
+    """
     calls = np.flatnonzero(data.relation == Relation.INVOKE)
-    qualified = pc.match_substring_regex(
-        data.target_array.take(pa.array(calls)).fill_null(""), r"[.:-]"
-    )
-    plain = ~qualified.to_numpy(zero_copy_only=False)
-    vector = plain & is_c[data.reference_path[calls]]
-    holders: list[int] = data.holder.tolist()
-    callable_types = (EntityType.FUNCTION, EntityType.CLASS)
-    # What a call means depends on its file, and on its class only where names reach into
-    # the class (`self.x`; Java and C++ methods): remembered per that context.
-    meanings: dict[tuple[int, int, str], int | None] = {}
-    for i in np.flatnonzero(~vector).tolist():
-        r = int(calls[i])
-        target = data.target[r] or ""
-        parts = _SEPARATORS.split(target)
-        if "->" in target and parts[0] not in _ARROW_SELF:
-            continue
-        file, holder = owner_file[r], holders[r]
-        context = -2
-        if parts[0] in SELF_NAMES or scopes.grammar(file) in MEMBER_SCOPED:
-            enclosing = scopes.receiver_class(holder, parents)
-            context = -1 if enclosing is None else enclosing
-            if enclosing is None and parts[0] in SELF_NAMES:
-                context = holder  # `this` outside a class is the function's own (`_owned`)
-        key = (file, context, target)
-        if key in meanings:
-            callee = meanings[key]
-        else:
-            callee = scopes.resolve_chain(file, holder, parts, parents)
-            meanings[key] = callee
-        # A class "calling" itself says nothing: its own constructor or destructor declared
-        # (`~Shape();`), or a field made of it.
-        if callee is None or types[callee] not in callable_types:
-            continue
-        if callee != holder or types[holder] != EntityType.CLASS:
-            found.add(holder, callee, Relation.INVOKE)
+    texts = data.target_array.take(pa.array(calls)).fill_null("")
+    plain = ~pc.match_substring_regex(texts, r"[.:-]").to_numpy(zero_copy_only=False)
+    path_rows = data.reference_path[calls]
+    is_c = _in_grammars(grammars, paths, "c")
+    vector = plain & is_c[path_rows]
     picked = np.flatnonzero(vector)
-    resolved = _c_calls(data, is_c, data.reference_path[calls[picked]], calls[picked])
+    resolved = _c_calls(data, is_c, path_rows[picked], calls[picked])
     hit = resolved >= 0
-    return _edge_keys(data.holder[calls[picked]][hit], resolved[hit], int(Relation.INVOKE))
+    c_edges = _edge_keys(data.holder[calls[picked]][hit], resolved[hit], int(Relation.INVOKE))
+    rest = np.flatnonzero(~vector)
+    encoded = texts.take(pa.array(rest)).dictionary_encode()
+    code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    distinct_texts: list[str] = encoded.dictionary.to_pylist()
+    chains = [_SEPARATORS.split(text) for text in distinct_texts]
+    # `a->b` is followed only from `this` (`$this`); any other object's type is unknown.
+    followed = np.asarray(
+        [
+            not ("->" in text and chain[0] not in _ARROW_SELF)
+            for text, chain in zip(distinct_texts, chains, strict=True)
+        ],
+        dtype=bool,
+    )
+    through_self = np.asarray([chain[0] in SELF_NAMES for chain in chains], dtype=bool)
+    kept = np.flatnonzero(followed[code])
+    rest, code = rest[kept], code[kept]
+    holder = data.holder[calls[rest]]
+    file = file_node[path_rows[rest]]
+    selfish = through_self[code]
+    need = np.flatnonzero(selfish | _in_grammars(grammars, paths, *MEMBER_SCOPED)[path_rows[rest]])
+    context = np.full(len(rest), -2, dtype=np.int64)
+    if len(need):
+        holders = distinct(holder[need])
+        receiver = np.asarray(
+            [_node_or(scopes.receiver_class(h, parents)) for h in holders.tolist()],
+            dtype=np.int64,
+        )[np.searchsorted(holders, holder[need])]
+        # `this` outside a class is the function's own (`Scopes._owned`).
+        outside = np.where(selfish[need], holder[need], -1)
+        context[need] = np.where(receiver >= 0, receiver, outside)
+    order = np.lexsort((code, context, file))
+    leads = np.ones(len(order), dtype=bool)
+    if len(order):
+        by_file, by_context, by_code = file[order], context[order], code[order]
+        leads[1:] = (
+            (by_file[1:] != by_file[:-1])
+            | (by_context[1:] != by_context[:-1])
+            | (by_code[1:] != by_code[:-1])
+        )
+    first = order[leads]  # the first call of each group: lexsort is stable
+    meaning = np.asarray(
+        [
+            _node_or(scopes.resolve_chain(f, h, chains[c], parents))
+            for f, h, c in zip(
+                file[first].tolist(), holder[first].tolist(), code[first].tolist(), strict=True
+            )
+        ],
+        dtype=np.int64,
+    )
+    callee = np.empty(len(order), dtype=np.int64)
+    callee[order] = meaning[np.cumsum(leads) - 1]
+    found = callee >= 0
+    callee_type = types[np.where(found, callee, 0)]
+    is_callable = (callee_type == EntityType.FUNCTION) | (callee_type == EntityType.CLASS)
+    # A class "calling" itself says nothing: its own constructor or destructor declared
+    # (`~Shape();`), or a field made of it.
+    itself = (callee == holder) & (types[holder] == EntityType.CLASS)
+    keep = found & is_callable & ~itself
+    return np.concatenate([c_edges, _edge_keys(holder[keep], callee[keep], int(Relation.INVOKE))])
+
+
+def _node_or(node: int | None) -> int:
+    """The node, -1 for none."""
+    return -1 if node is None else node
 
 
 def _c_calls(data: _Gathered, is_c: npt.NDArray[np.bool_], path_rows: I64, call_rows: I64) -> I64:

@@ -52,3 +52,29 @@ def test_c_includes_resolve_beside_relative_and_by_shortest_suffix(tmp_path: Pat
         ("fs/file.c", "drivers/net/dev.h"),
         ("fs/file.c", "include/linux/slab.h"),
     }
+
+
+def test_one_call_text_means_each_class_its_own_member(tmp_path: Path) -> None:
+    """`self.step()` in two classes of one file, and Java's bare `step()`, are each class's
+    own method; the same text at the top of a file is neither."""
+    graph = _graph(
+        tmp_path,
+        {
+            "jobs.py": (
+                "class A:\n    def run(self):\n        self.step()\n\n    def step(self):\n"
+                "        pass\n\n\nclass B:\n    def run(self):\n        self.step()\n\n"
+                "    def step(self):\n        pass\n\n\nself.step()\n"
+            ),
+            "Jobs.java": (
+                "class Jobs {\n  static class A {\n    void run() { step(); }\n"
+                "    void step() {}\n  }\n  static class B {\n    void run() { step(); }\n"
+                "    void step() {}\n  }\n}\n"
+            ),
+        },
+    )
+    assert _edges(graph, Relation.INVOKE) == {
+        ("jobs.py:A.run", "jobs.py:A.step"),
+        ("jobs.py:B.run", "jobs.py:B.step"),
+        ("Jobs.java:Jobs.A.run", "Jobs.java:Jobs.A.step"),
+        ("Jobs.java:Jobs.B.run", "Jobs.java:Jobs.B.step"),
+    }
