@@ -131,6 +131,24 @@ def read_table(path: Path) -> pa.Table:
     return pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapping))).read_all()
 
 
+def read_whole_table(path: Path) -> pa.Table:
+    """Read an Arrow IPC file into memory in one sequential pass, for a scan of every row.
+
+    The mapping `read_table` makes brings a page in per fault (MADV_RANDOM, right for
+    queries), so a scan of a table the build just wrote (and dropped from the page cache)
+    would wait on one disk read per page; buffered reads get the kernel's read-ahead. The
+    pages read are dropped again, as the build leaves them (see `flush_and_uncache`).
+    """
+    with pa.OSFile(str(path)) as source:
+        table = pa.ipc.open_file(source).read_all()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    return table
+
+
 def release_mapped_pages() -> int:
     """Drop every mapped index page from this process's resident set; returns mappings touched.
 
@@ -191,12 +209,21 @@ def write_segment(segments_dir: Path, seg_id: str, tables: SegmentTables) -> Pat
 
 def read_segment_tables(seg_dir: Path) -> tuple[str, SegmentTables]:
     """Map a stored segment; raises UnknownFormat when its version is not ours."""
+    seg_id, files = _component_files(seg_dir)
+    return seg_id, _mapped(files)
+
+
+def _mapped(files: dict[str, Path]) -> SegmentTables:
+    return SegmentTables(**{name: read_table(path) for name, path in files.items()})
+
+
+def _component_files(seg_dir: Path) -> tuple[str, dict[str, Path]]:
+    """A stored segment's id and the file of each component."""
     meta: dict[str, Any] = json.loads((seg_dir / "segment.json").read_text())
     if meta.get("format_version") != FORMAT_VERSION:
         raise UnknownFormat(f"segment {seg_dir.name} has format {meta.get('format_version')}")
     files: dict[str, str] = meta["components"]
-    tables = {name: read_table(seg_dir / files[name]) for name in COMPONENTS}
-    return str(meta["id"]), SegmentTables(**tables)
+    return str(meta["id"]), {name: seg_dir / files[name] for name in COMPONENTS}
 
 
 def column(table: pa.Table, name: str) -> npt.NDArray[Any]:
@@ -291,9 +318,12 @@ class TrigramLists:
 class Segment:
     """Read access to one segment's tables: term lookup, postings, chunk and blob columns."""
 
-    def __init__(self, seg_id: str, tables: SegmentTables) -> None:
+    def __init__(
+        self, seg_id: str, tables: SegmentTables, files: dict[str, Path] | None = None
+    ) -> None:
         self.id = seg_id
         self.tables = tables
+        self._files = files
         self.n_blobs = tables.blobs.num_rows
         self.n_chunks = tables.chunks.num_rows
         self.blob_indexed = column(tables.blobs, "indexed")
@@ -324,8 +354,16 @@ class Segment:
     @classmethod
     def open(cls, seg_dir: Path) -> Segment:
         """Memory-map a stored segment."""
-        seg_id, tables = read_segment_tables(seg_dir)
-        return cls(seg_id, tables)
+        seg_id, files = _component_files(seg_dir)
+        return cls(seg_id, _mapped(files), files)
+
+    def scanned(self, component: str) -> pa.Table:
+        """A component to read every row of: read whole from its file (see
+        `read_whole_table`), or the table itself when the segment is held in memory."""
+        if self._files is None:
+            table: pa.Table = getattr(self.tables, component)
+            return table
+        return read_whole_table(self._files[component])
 
     def oids(self) -> list[bytes]:
         """Every blob id in the segment, in blob order.

@@ -12,7 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.index.analysis.segment_builder import BlobSource, SegmentBuilder
-from worker.index.store.segment import Segment, TermDictionary, read_table, segment_id, write_table
+from worker.index.store.segment import (
+    Segment,
+    TermDictionary,
+    read_table,
+    segment_id,
+    write_segment,
+    write_table,
+)
 
 TERMS = st.lists(st.text(min_size=1, max_size=12), max_size=1500, unique=True)
 
@@ -71,3 +78,23 @@ def test_oids_come_back_in_blob_order_across_sliced_chunks(
     blobs = pa.concat_tables([tables.blobs.slice(0, cut), tables.blobs.slice(cut)])
     segment = Segment(segment_id(oids), dataclasses.replace(tables, blobs=blobs))
     assert segment.oids() == oids == blobs.column("oid").to_pylist()
+
+
+def test_a_scanned_component_holds_the_rows_the_mapped_one_does(tmp_path: Path) -> None:
+    """Entities and references read whole from a stored segment, or taken from one held in
+    memory, are the tables the segment maps."""
+    sources = [
+        BlobSource(b"\x01" * 20, "a.py", b"import os\n\ndef f():\n    return g()\n"),
+        BlobSource(b"\x02" * 20, "b.py", b"class C:\n    def m(self):\n        self.n()\n"),
+    ]
+    builder = SegmentBuilder(1 << 20)
+    builder.add(sources)
+    tables = builder.tables()
+    seg_id = segment_id([s.oid for s in sources])
+    stored = Segment.open(write_segment(tmp_path, seg_id, tables))
+    in_memory = Segment(seg_id, tables)
+    for component in ("entities", "references"):
+        expected = getattr(tables, component)
+        assert expected.num_rows > 0
+        assert stored.scanned(component).equals(expected)
+        assert in_memory.scanned(component) is expected

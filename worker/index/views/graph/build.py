@@ -123,7 +123,7 @@ class _Gathered:
             mine = np.flatnonzero(seg == seg_index)
             if not len(mine):
                 continue
-            table = segment.tables.entities
+            table = segment.scanned("entities")
             rows = picked[mine]
             local_parent = table.column("parent").to_numpy()[rows].astype(np.int64)
             first_of_blob = segment.blob_entity_start[blob_of_path[owner[mine]]].astype(np.int64)
@@ -176,7 +176,7 @@ class _Gathered:
             mine = np.flatnonzero(r_seg == seg_index)
             if not len(mine):
                 continue
-            table = segment.tables.references
+            table = segment.scanned("references")
             rows = r_picked[mine]
             local = table.column("entity").to_numpy()[rows].astype(np.int64)
             first_of_blob = segment.blob_entity_start[blob_of_path[r_owner[mine]]].astype(np.int64)
