@@ -77,8 +77,8 @@ def read_graph(commit_dir: Path) -> CommitGraph | None:
         return None
     if meta.get("format_version") != FORMAT_VERSION:
         return None
-    nodes = read_table(commit_dir / "graph_nodes.arrow")
-    edges = read_table(commit_dir / "graph_edges.arrow")
+    nodes = read_table(commit_dir / "graph_nodes.arrow", whole=True)
+    edges = read_table(commit_dir / "graph_edges.arrow", whole=True)
     n_dirs = int(meta["n_dirs"])
     names: list[str] = nodes.column("name").to_pylist()
     paths = _decoded(nodes.column("path"))

@@ -116,16 +116,17 @@ _mappings: weakref.WeakSet[mmap.mmap] = weakref.WeakSet()
 _mappings_lock = threading.Lock()
 
 
-def read_table(path: Path) -> pa.Table:
+def read_table(path: Path, *, whole: bool = False) -> pa.Table:
     """Memory-map an Arrow IPC file read-only; the columns point into the mapping.
 
-    Python's mmap (not Arrow's) so that `release_mapped_pages` can madvise it.
+    Python's mmap (not Arrow's) so that `release_mapped_pages` can madvise it. `whole` says
+    every page will be read: the kernel reads the file ahead instead of a page per touch.
     """
     with path.open("rb") as f:
         mapping = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
-    # Reads are scattered (term lookups, postings of a few terms): no read-ahead, so a touch
-    # brings in a page, not a large folio (see `flush_and_uncache`).
-    mapping.madvise(mmap.MADV_RANDOM)
+    # Most reads are scattered (term lookups, postings of a few terms): no read-ahead, so a
+    # touch brings in a page, not a large folio (see `flush_and_uncache`).
+    mapping.madvise(mmap.MADV_WILLNEED if whole else mmap.MADV_RANDOM)
     with _mappings_lock:
         _mappings.add(mapping)
     return pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapping))).read_all()
