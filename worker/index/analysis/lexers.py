@@ -299,3 +299,12 @@ def _chain(next_of: I64) -> I64:
         jump = jump[jump]
     members.sort()
     return members
+
+
+def inside(pos: I64, starts: I64, ends: I64) -> Mask:
+    """Whether each position lies in one of the sorted, disjoint [start, end) spans."""
+    if not len(starts):
+        return np.zeros(len(pos), dtype=bool)
+    k = np.searchsorted(starts, pos, side="right") - 1
+    within: Mask = (k >= 0) & (pos < ends[np.maximum(k, 0)])
+    return within

@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from worker.index.analysis.distinct import distinct
-from worker.index.analysis.lexers import c_lexemes, python_lexemes
+from worker.index.analysis.lexers import c_lexemes, inside, python_lexemes
 
 U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
@@ -124,7 +124,7 @@ class _Batch:
         for c in chars[1:]:
             marked |= a == c
         pos: I64 = np.flatnonzero(marked)
-        return pos[~_inside(pos, ls, le)] if len(ls) else pos
+        return pos[~inside(pos, ls, le)] if len(ls) else pos
 
     def balanced(self, pos: I64, step: I64) -> tuple[I64, I64]:
         """Depth after each position within its file; files that do not balance are marked.
@@ -180,15 +180,6 @@ def _in_sorted(values: I64, sorted_set: I64) -> Mask:
     k = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
     found: Mask = sorted_set[k] == values
     return found
-
-
-def _inside(pos: I64, starts: I64, ends: I64) -> Mask:
-    """Whether each position lies in one of the sorted, disjoint [start, end) spans."""
-    if not len(starts):
-        return np.zeros(len(pos), dtype=bool)
-    k = np.searchsorted(starts, pos, side="right") - 1
-    inside: Mask = (k >= 0) & (pos < ends[np.maximum(k, 0)])
-    return inside
 
 
 def _previous_significant(a: U8, positions: I64, floor: I64, ls: I64, le: I64) -> tuple[U8, I64]:
@@ -366,7 +357,7 @@ def c_outlines(files: Sequence[bytes]) -> Outlined:
     ms, me = hs, le[_in_sorted(ls, hs)]
     body = first_not_in(a, he, me, _MACRO_FILLER)
     has_body = body < me
-    continued = batch.newlines[_inside(batch.newlines, ms, me)]
+    continued = batch.newlines[inside(batch.newlines, ms, me)]
     keeps: Spans = (
         np.concatenate([hs, body[has_body], continued - 1]),
         np.concatenate([he, body[has_body] + 1, continued + 1]),
