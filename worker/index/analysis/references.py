@@ -30,6 +30,7 @@ from worker.index.analysis.imports import imports
 from worker.index.analysis.lexers import (
     BatchLexemes,
     c_lexemes,
+    inside,
     moved_to_batch,
     python_lexemes,
 )
@@ -96,7 +97,7 @@ _NOT_CALLED: Final = {
         "using decltype noexcept alignas __declspec operator template import match loop unsafe "
         "async await yield instanceof in of delete void with foreach defer select range struct "
         "isset empty unset list array declare "
-        "union enum class interface extends implements super this new"
+        "union enum class interface extends implements this new"
     ),
 }
 """Words that look like a call before `(` and are not one (`if (`, `sizeof (`)."""
@@ -113,6 +114,12 @@ _DECLARED_AFTER: Final = {"ruby": "def"}
 """Languages where a call may follow any word (Ruby's `redirect to(path)`): the words after
 which `name(` declares `name` instead."""
 _PY_CLASS_HEAD: Final = re.compile(rb"[ \t]*class[ \t]+\w+[ \t]*\(")
+_PY_SUPER_MEMBER: Final = re.compile(
+    rb"\bsuper[ \t]*\([^()\n]*\)[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*\("
+)
+"""Python's `super().name(` (and `super(Cls, self).name(`): a call of a base's `name`, which
+the chain finder leaves out as a member of some other expression."""
+_WRITTEN_SUPER: Final = r"^super\s*\([^)]*\)\s*\.\s*"
 
 
 def _hashes(words: str) -> U64:
@@ -275,6 +282,8 @@ def _calls(
             called &= (before == 0) | np.isin(before, _hashes(_CALL_AFTER[family]))
         start, end = out_start[:n][called], out_end[:n][called]
         parts.append((start, end, out_hash[:n][called]))
+        if family == "python":
+            parts.append(_super_members(text, at, skip_starts, skip_ends))
     empty = np.zeros(0, np.int64)
     if not parts:
         return empty, empty, empty, empty, empty
@@ -316,6 +325,28 @@ def _calls(
     first[1:] = (b[1:] != b[:-1]) | (x[1:] != x[:-1]) | (h[1:] != h[:-1])
     chosen = np.sort(order[first])
     return blob[chosen], entity[chosen], row[chosen], start[chosen], end[chosen]
+
+
+def _super_members(
+    text: _Text, members: I64, skip_starts: I64, skip_ends: I64
+) -> tuple[I64, I64, U64]:
+    """(start, end, hash) of the `super().name(` calls of Python blobs, outside lexemes; the
+    hash is that of `super.name`, as the target is stored."""
+    from worker.index.analysis.call_kernels import name_hash
+
+    found: list[tuple[int, int, int]] = []
+    for s, e in zip(text.starts[members].tolist(), text.ends[members].tolist(), strict=True):
+        for match in _PY_SUPER_MEMBER.finditer(text.data, s, e):
+            found.append((match.start(), match.end(1), name_hash(b"super." + match[1])))
+    if not found:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint64)
+    start = np.asarray([f[0] for f in found], dtype=np.int64)
+    kept = ~inside(start, skip_starts, skip_ends)
+    return (
+        start[kept],
+        np.asarray([f[1] for f in found], dtype=np.int64)[kept],
+        np.asarray([f[2] for f in found], dtype=np.uint64)[kept],
+    )
 
 
 def _names_itself(written: str, qualified: str) -> bool:
@@ -491,8 +522,11 @@ def _through_receivers(
     start: I64,
     end: I64,
 ) -> pa.Array:
-    """The calls' targets as written, but `this.` for a Go method's receiver's name."""
+    """The calls' targets as written, but `super.` for Python's `super().` and `this.` for a
+    Go method's receiver's name."""
     targets = _slices(a, start, end)
+    if pc.any(pc.starts_with(targets, "super")).as_py():
+        targets = pc.replace_substring_regex(targets, _WRITTEN_SUPER, "super.")
     names: dict[int, bytes] = {}
     for i, definitions in enumerate(found):
         first = int(firsts[i])

@@ -327,3 +327,31 @@ def test_calls_are_the_same_whether_the_chunker_lexemes_are_reused_or_not() -> N
     assert calls["d.c"] == ["t"]
     assert calls["f.txt"] == []
     assert calls["g.cpp"] == ["zz"]
+
+
+def test_python_super_member_calls_are_stored_as_super_dot_name() -> None:
+    """`super().run(` and `super(Engine, self).stop(` are calls of `super.run` and
+    `super.stop`, once each, not in strings or comments; other calls on a call's result
+    are left out."""
+    source = b"""class Engine(Base):
+    def run(self):
+        super().run()
+        super(Engine, self).stop(1)
+        text = "super().hidden()"  # super().gone()
+        make().other()
+        return super().run()
+"""
+    rows = analyse({"engine.py": source})["engine.py"]
+    assert calls(rows) == [
+        ("Engine.run", "super"),
+        ("Engine.run", "super.run"),
+        ("Engine.run", "super.stop"),
+        ("Engine.run", "make"),
+    ]
+
+
+def test_a_bare_super_call_in_a_constructor_is_a_call() -> None:
+    """JavaScript's and Java's `super(x)` calls the base's constructor; `super.m(` its method."""
+    source = b"class A extends B {\n  constructor(x) {\n    super(x);\n    super.init();\n  }\n}\n"
+    rows = analyse({"a.js": source})["a.js"]
+    assert calls(rows) == [("A.constructor", "super"), ("A.constructor", "super.init")]

@@ -34,12 +34,14 @@ from worker.index.views.graph.scope import (
     MEMBER_SCOPED,
     NAMESPACES_SPAN_FILES,
     SELF_NAMES,
+    SUPER_NAMES,
     Scopes,
 )
 from worker.index.views.text import CommitIndex
 
 _SEPARATORS: Final = re.compile(r"\.|::|->")
 I64 = npt.NDArray[np.int64]
+_SUPER_WORDS: Final = frozenset(SUPER_NAMES.values())
 _ARROW_SELF: Final = frozenset({"this", "$this"})
 """What may start a `->` chain the graph resolves (C++ `this->x`, PHP `$this->x`); any other
 object's type is unknown."""
@@ -523,7 +525,10 @@ def _resolve_calls(
         ],
         dtype=bool,
     )
-    through_self = np.asarray([chain[0] in SELF_NAMES for chain in chains], dtype=bool)
+    # Through `self` or `super`: what the call means depends on the class it is made in.
+    through_self = np.asarray(
+        [chain[0] in SELF_NAMES or chain[0] in _SUPER_WORDS for chain in chains], dtype=bool
+    )
     kept = np.flatnonzero(followed[code])
     rest, code = rest[kept], code[kept]
     holder = data.holder[calls[rest]]

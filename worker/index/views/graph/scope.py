@@ -21,6 +21,20 @@ from worker.index.views.graph.model import EntityType
 _JS_EXTENSIONS: Final = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 SELF_NAMES: Final = frozenset({"self", "this", "cls", "Self", "$this"})
 """What names the object a method runs on."""
+SUPER_NAMES: Final = {
+    "python": "super",
+    "javascript": "super",
+    "typescript": "super",
+    "tsx": "super",
+    "java": "super",
+    "kotlin": "super",
+    "csharp": "base",
+    "php": "parent",
+}
+"""What names, in a method, its class's bases (`super().save(`, `base.Run(`, `parent::x(`)."""
+_BASE_CONSTRUCTORS: Final = frozenset({"javascript", "typescript", "tsx", "java", "csharp"})
+"""Languages where the word alone is called in a constructor: the base's constructor
+(`super(x)`, C#'s `: base(x)`), an edge to the base class."""
 _MAX_BASE_DEPTH: Final = 6
 NAMESPACES_SPAN_FILES: Final = frozenset({"cpp", "ruby", "csharp"})
 """Languages whose namespaces (modules) any file may open again: a name is sought in them
@@ -507,12 +521,32 @@ class Scopes:
                 return found
         return self.only(name)
 
+    def _super(
+        self, file: int, holder: int, parts: Sequence[str], parents: Sequence[int]
+    ) -> int | None:
+        """What `super`, or `super.name`, means in `holder`: the first base of its class (in a
+        constructor), or the first of its bases that has the member."""
+        owner = self.enclosing_class(holder, parents)
+        key = None if owner is None else self.class_of(owner)
+        bases = self.bases.get(key, []) if key is not None else []
+        if len(parts) == 1:
+            if not bases or self.grammar(file) not in _BASE_CONSTRUCTORS:
+                return None
+            return bases[0]
+        for base in bases:
+            found = self.member(base, parts[1])
+            if found is not None:
+                return found
+        return None
+
     def resolve_chain(
         self, file: int, holder: int, parts: Sequence[str], parents: Sequence[int]
     ) -> int | None:
         """What `a.b.c` means in `holder`: the first name looked up, the rest as members."""
         first = parts[0]
-        if first in SELF_NAMES and holder != file:
+        if holder != file and first == SUPER_NAMES.get(self.grammar(file) or ""):
+            node, parts = self._super(file, holder, parts, parents), parts[1:]
+        elif first in SELF_NAMES and holder != file:
             node = self.receiver_class(holder, parents)
             if node is None and len(parts) > 1:
                 node, parts = self._owned(file, holder, parts[1]), parts[1:]

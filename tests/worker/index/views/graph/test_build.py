@@ -78,3 +78,47 @@ def test_one_call_text_means_each_class_its_own_member(tmp_path: Path) -> None:
         ("Jobs.java:Jobs.A.run", "Jobs.java:Jobs.A.step"),
         ("Jobs.java:Jobs.B.run", "Jobs.java:Jobs.B.step"),
     }
+
+
+def test_super_calls_are_the_bases_members(tmp_path: Path) -> None:
+    """`super().run()`, `super.run()`, `base.Run()` and `parent::run()` call the base's
+    method; a bare `super(...)` (`: base()`) in a constructor calls the base class, except in
+    Python, where `super()` only makes the proxy."""
+    graph = _graph(
+        tmp_path,
+        {
+            "py/shop.py": (
+                "class Base:\n    def run(self):\n        pass\n\n\n"
+                "class Engine(Base):\n    def __init__(self):\n        super()\n\n"
+                "    def run(self):\n        super().run()\n        super(Engine, self).run()\n"
+            ),
+            "ts/shop.ts": (
+                "class Base {\n  area(): number {\n    return 1;\n  }\n}\n\n"
+                "class Square extends Base {\n  constructor() {\n    super();\n  }\n\n"
+                "  label(): number {\n    return super.area();\n  }\n}\n"
+            ),
+            "Shop.java": (
+                "class Base {\n  void run() {}\n}\n\nclass Engine extends Base {\n"
+                "  Engine() {\n    super();\n  }\n\n  void run() {\n    super.run();\n  }\n}\n"
+            ),
+            "Shop.cs": (
+                "class Base {\n  public virtual void Run() {}\n}\n\nclass Engine : Base {\n"
+                "  public Engine() : base() {}\n\n  public override void Run() {\n"
+                "    base.Run();\n  }\n}\n"
+            ),
+            "Shop.php": (
+                "<?php\nclass Base {\n  function run() {}\n}\n\nclass Engine extends Base {\n"
+                "  function run() {\n    parent::run();\n  }\n}\n"
+            ),
+        },
+    )
+    assert _edges(graph, Relation.INVOKE) == {
+        ("py/shop.py:Engine.run", "py/shop.py:Base.run"),
+        ("ts/shop.ts:Square.constructor", "ts/shop.ts:Base"),
+        ("ts/shop.ts:Square.label", "ts/shop.ts:Base.area"),
+        ("Shop.java:Engine.Engine", "Shop.java:Base"),
+        ("Shop.java:Engine.run", "Shop.java:Base.run"),
+        ("Shop.cs:Engine.Engine", "Shop.cs:Base"),
+        ("Shop.cs:Engine.Run", "Shop.cs:Base.Run"),
+        ("Shop.php:Engine.run", "Shop.php:Base.run"),
+    }
