@@ -14,6 +14,7 @@ and drops what it cannot resolve.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -89,7 +90,8 @@ _NOT_CALLED: Final = {
         "raise match case"
     ),
     "ruby": "if elsif unless until while for return not and or in def class module yield "
-    "super defined when case then do begin rescue ensure lambda proc raise",
+    "super defined when case then do begin rescue ensure lambda proc raise else end self nil "
+    "true false next break redo retry alias undef __method__",
     "c": (
         "if for while switch return sizeof typeof __typeof__ __typeof alignof _Alignof "
         "__alignof__ defined __attribute__ __attribute _Static_assert static_assert asm __asm__ "
@@ -120,6 +122,28 @@ _PY_SUPER_MEMBER: Final = re.compile(
 """Python's `super().name(` (and `super(Cls, self).name(`): a call of a base's `name`, which
 the chain finder leaves out as a member of some other expression."""
 _WRITTEN_SUPER: Final = r"^super\s*\([^)]*\)\s*\.\s*"
+_RUBY_BARE_CALL: Final = re.compile(
+    rb"(?m)(?:^|[;{])[ \t]*([a-z_][A-Za-z0-9_]*[?!]?)"
+    rb"(?=[ \t]*(?:$|[;}#]|\.[a-z_]|[ \t](?:if|unless|while|until|rescue|and|or)\b)"
+    rb"|[ \t]+[A-Za-z0-9_:@'\"])"
+)
+"""A Ruby statement that starts with a lowercase name and no parentheses: `prepare`,
+`content_type :json`, `halt 404 if x`, `settings.views`. Unless the name is a local
+variable, it is a method called on `self`."""
+_RUBY_LOCALS: Final = re.compile(
+    rb"(?<![.:@$\w])([a-z_]\w*)[ \t]*(?:\|\||&&|\*\*|<<|>>|[-+*/%|&^])?=(?![=~>])"
+    rb"|^[ \t]*([a-z_]\w*)[ \t]*,(?=[^=\n]*=[^=])"
+    rb"|=>[ \t]*([a-z_]\w*)"
+    rb"|\bfor[ \t]+([a-z_]\w*)",
+    re.MULTILINE,
+)
+"""What assigns a Ruby local variable: `x = `, `x ||= `, `a, b = `, `rescue => e`, `for x`."""
+_RUBY_PARAMETERS: Final = re.compile(
+    rb"\|([^|\n]*)\||\bdef[ \t]+(?:self\.)?[\w?!=]+(?:[ \t]*\(([^)\n]*)\)|[ \t]+([^\n#;]+))"
+)
+"""A block's parameters (`|a, b|`) and a method's, with or without parentheses."""
+_RUBY_WORD: Final = re.compile(rb"[a-z_]\w*")
+_RUBY_DEF: Final = re.compile(rb"^[ \t]*def\b", re.MULTILINE)
 
 
 def _hashes(words: str) -> U64:
@@ -282,8 +306,8 @@ def _calls(
             called &= (before == 0) | np.isin(before, _hashes(_CALL_AFTER[family]))
         start, end = out_start[:n][called], out_end[:n][called]
         parts.append((start, end, out_hash[:n][called]))
-        if family == "python":
-            parts.append(_super_members(text, at, skip_starts, skip_ends))
+        if family in _MORE_CALLS:
+            parts.append(_MORE_CALLS[family](text, at, skip_starts, skip_ends))
     empty = np.zeros(0, np.int64)
     if not parts:
         return empty, empty, empty, empty, empty
@@ -347,6 +371,47 @@ def _super_members(
         np.asarray([f[1] for f in found], dtype=np.int64)[kept],
         np.asarray([f[2] for f in found], dtype=np.uint64)[kept],
     )
+
+
+def _ruby_bare_calls(
+    text: _Text, members: I64, skip_starts: I64, skip_ends: I64
+) -> tuple[I64, I64, U64]:
+    """(start, end, hash) of the Ruby calls written without parentheses (`_RUBY_BARE_CALL`),
+    outside lexemes, of names that are no local variable where they are written.
+
+    A `def` opens a new scope of locals: each method (from its `def` to the next) is read on
+    its own, and so is the code before the first.
+    """
+    from worker.index.analysis.call_kernels import name_hash
+
+    found: list[tuple[int, int, int]] = []
+    data = text.data
+    for s, e in zip(text.starts[members].tolist(), text.ends[members].tolist(), strict=True):
+        bounds = [s, *(m.start() for m in _RUBY_DEF.finditer(data, s, e)), e]
+        for lo, hi in itertools.pairwise(bounds):
+            scope = data[lo:hi]
+            locals_ = {m for match in _RUBY_LOCALS.finditer(scope) for m in match.groups() if m}
+            for match in _RUBY_PARAMETERS.finditer(scope):
+                for group in match.groups():
+                    if group:
+                        locals_.update(_RUBY_WORD.findall(group))
+            for match in _RUBY_BARE_CALL.finditer(scope):
+                if match[1] not in locals_:
+                    found.append((lo + match.start(1), lo + match.end(1), name_hash(match[1])))
+    if not found:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint64)
+    start = np.asarray([f[0] for f in found], dtype=np.int64)
+    hashes = np.asarray([f[2] for f in found], dtype=np.uint64)
+    kept = ~inside(start, skip_starts, skip_ends) & ~np.isin(hashes, _hashes(_NOT_CALLED["ruby"]))
+    return (
+        start[kept],
+        np.asarray([f[1] for f in found], dtype=np.int64)[kept],
+        hashes[kept],
+    )
+
+
+_MORE_CALLS: Final = {"python": _super_members, "ruby": _ruby_bare_calls}
+"""Calls the chain finder leaves out, found by each language's own pattern."""
 
 
 def _names_itself(written: str, qualified: str) -> bool:

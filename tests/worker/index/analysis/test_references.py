@@ -171,12 +171,14 @@ def test_go_calls_through_the_receiver_are_stored_as_this() -> None:
 
 
 def test_ruby_calls_follow_any_word_but_def() -> None:
-    """Ruby calls after a method name (`redirect to(x)`), not in comments or strings."""
+    """Ruby calls after a method name (`redirect to(x)`: both are calls), not in comments
+    or strings."""
     source = (
         b"class App\n  def route(path)\n    redirect to(path) unless ok?(path)\n"
         b"    self.halt(1) # log(x)\n    'skip(1)'\n  end\nend\n"
     )
     assert calls(analyse({"app.rb": source})["app.rb"]) == [
+        ("App.route", "redirect"),
         ("App.route", "to"),
         ("App.route", "self.halt"),
     ]
@@ -355,3 +357,35 @@ def test_a_bare_super_call_in_a_constructor_is_a_call() -> None:
     source = b"class A extends B {\n  constructor(x) {\n    super(x);\n    super.init();\n  }\n}\n"
     rows = analyse({"a.js": source})["a.js"]
     assert calls(rows) == [("A.constructor", "super"), ("A.constructor", "super.init")]
+
+
+def test_ruby_calls_without_parentheses_unless_the_name_is_a_local() -> None:
+    """A statement that starts with a lowercase name (`prepare`, `halt 404 if x`, the head of
+    `settings.views`) calls it; a local variable, a parameter, a block's parameter, a keyword,
+    or a name in a string or comment does not."""
+    source = b"""class App
+  def route(path, opts = {})
+    prepare
+    content_type :json
+    halt 404 if missing?
+    total = count
+    total
+    items.each do |item|
+      item
+    end
+    settings.views
+    opts
+    render(path)
+    "finish" # finish
+  end
+end
+"""
+    rows = analyse({"app.rb": source})["app.rb"]
+    assert calls(rows) == [
+        ("App.route", "prepare"),
+        ("App.route", "content_type"),
+        ("App.route", "halt"),
+        ("App.route", "items"),
+        ("App.route", "settings"),
+        ("App.route", "render"),
+    ]

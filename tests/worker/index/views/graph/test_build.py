@@ -122,3 +122,23 @@ def test_super_calls_are_the_bases_members(tmp_path: Path) -> None:
         ("Shop.cs:Engine.Run", "Shop.cs:Base.Run"),
         ("Shop.php:Engine.run", "Shop.php:Base.run"),
     }
+
+
+def test_ruby_methods_called_without_parentheses_resolve(tmp_path: Path) -> None:
+    """`prepare` alone calls the class's (or a base's) method; a local of the same name
+    calls nothing."""
+    graph = _graph(
+        tmp_path,
+        {
+            "lib/base.rb": "class Base\n  def prepare\n    nil\n  end\nend\n",
+            "lib/engine.rb": (
+                'require_relative "base"\n\nclass Engine < Base\n  def run\n    prepare\n'
+                "    finish\n  end\n\n  def stop\n    finish = 1\n    finish\n  end\n\n"
+                "  def finish\n    nil\n  end\nend\n"
+            ),
+        },
+    )
+    assert _edges(graph, Relation.INVOKE) == {
+        ("lib/engine.rb:Engine.run", "lib/base.rb:Base.prepare"),
+        ("lib/engine.rb:Engine.run", "lib/engine.rb:Engine.finish"),
+    }
