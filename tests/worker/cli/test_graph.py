@@ -71,6 +71,7 @@ def test_traverse_json_and_tree(nats_url: str) -> None:
     jsonschema.validate(document, TRAVERSE_OUTPUT)
     assert {e["target"] for e in document["subgraph"]["edges"]} == {
         "shop/models.py:Order",
+        "shop/models.py:Base.save",
         "shop/models.py:sum_prices",
         "shop/views.py:refund",
     }

@@ -35,6 +35,7 @@ from worker.index.analysis.lexers import (
     moved_to_batch,
     python_lexemes,
 )
+from worker.index.analysis.local_types import TYPED_GRAMMARS, declarations
 
 I64 = npt.NDArray[np.int64]
 Spans = tuple[I64, I64]
@@ -122,6 +123,8 @@ _PY_SUPER_MEMBER: Final = re.compile(
 """Python's `super().name(` (and `super(Cls, self).name(`): a call of a base's `name`, which
 the chain finder leaves out as a member of some other expression."""
 _WRITTEN_SUPER: Final = r"^super\s*\([^)]*\)\s*\.\s*"
+_HEAD: Final = re.compile(r"([A-Za-z_$][\w$]*)(?:\.|::|->)(.+)")
+"""A chain's first name and the rest after its separator."""
 _RUBY_BARE_CALL: Final = re.compile(
     rb"(?m)(?:^|[;{])[ \t]*([a-z_][A-Za-z0-9_]*[?!]?)"
     rb"(?=[ \t]*(?:$|[;}#]|\.[a-z_]|[ \t](?:if|unless|while|until|rescue|and|or)\b)"
@@ -565,6 +568,16 @@ def batch_references(
     called = _through_receivers(
         joined.a, found, firsts=firsts, entity=call_entity, start=call_start, end=call_end
     )
+    called = _through_locals(
+        called,
+        joined,
+        datas,
+        parsed,
+        entities,
+        blob=call_blob,
+        entity=call_entity,
+        start=call_start,
+    )
     return BatchReferences(
         blob=blob[order],
         entity=np.concatenate([np.asarray(entity_of, dtype=np.int64), call_entity])[order],
@@ -576,6 +589,54 @@ def batch_references(
         alias=pa.concat_arrays([pa.array(aliases, pa.string()), nulls]).take(pa.array(order)),
         row=np.concatenate([np.asarray(rows, dtype=np.int64), call_row])[order],
     )
+
+
+def _through_locals(
+    targets: pa.Array,
+    text: _Text,
+    datas: Sequence[bytes],
+    grammars: Sequence[str],
+    entities: BatchEntities,
+    *,
+    blob: I64,
+    entity: I64,
+    start: I64,
+) -> pa.Array:
+    """The calls' targets, but a variable the entity declared of a class (before the call)
+    written as its class: `w.render` as `Widget.render` (see `local_types`)."""
+    found = [
+        (i, declared)
+        for i, grammar in enumerate(grammars)
+        if grammar in TYPED_GRAMMARS
+        for declared in declarations(datas[i], grammar)
+    ]
+    if not found or not len(blob):
+        return targets
+    at_blob = np.asarray([i for i, _ in found], dtype=np.int64)
+    at = text.starts[at_blob] + np.asarray([d.at for _, d in found], dtype=np.int64)
+    at_row = np.searchsorted(text.newlines, at) - text.row0[at_blob]
+    held = _innermost(entities, text, at_blob, at_row)
+    known: dict[tuple[int, int, str], list[tuple[int, str]]] = {}
+    ends = (text.starts[at_blob] + np.asarray([d.end for _, d in found], dtype=np.int64)).tolist()
+    for (i, declared), e, end in zip(found, held.tolist(), ends, strict=True):
+        known.setdefault((i, e, declared.name), []).append((end, declared.cls))
+    maybe = np.flatnonzero(np.isin(blob, at_blob))
+    changed: list[int] = []
+    written: list[str] = []
+    for k, target in zip(maybe.tolist(), targets.take(pa.array(maybe)).to_pylist(), strict=True):
+        chain = _HEAD.match(target or "")
+        if chain is None:
+            continue
+        rows = known.get((int(blob[k]), int(entity[k]), chain[1]))
+        before = [r for r in rows or () if r[0] <= start[k]]
+        if before:
+            changed.append(k)
+            written.append(f"{max(before)[1]}.{chain[2]}")
+    if not changed:
+        return targets
+    mask = np.zeros(len(targets), dtype=bool)
+    mask[changed] = True
+    return pc.replace_with_mask(targets, pa.array(mask), pa.array(written, pa.string()))
 
 
 def _through_receivers(

@@ -44,7 +44,7 @@ import pyarrow as pa
 
 from worker.index.analysis.segment_builder import SegmentTables
 
-FORMAT_VERSION: Final = 22
+FORMAT_VERSION: Final = 23
 """Bump on any change a reader of the old format would misread, or that changes what the
 analysis of a blob yields (2: definitions end on their own last line, postings grouped by
 term id; 3: each term's postings in chunk order, laid out by the one-pass sort; 4: the
@@ -57,8 +57,9 @@ are `this.`; 14: a Rust impl for a reference to a type holds its methods; 15: cl
 holding functions, TypeScript namespaces; 16: Ruby and PHP are parsed; 17: C# is parsed, and
 an annotated definition's own name is no call; 18: C#'s usings; 19: what a `require`
 declaration binds; 20: Kotlin is parsed; 21: Python's `super().name(` and a bare `super(` are
-calls; 22: so are Ruby's calls without parentheses); readers rebuild on mismatch, so old and
-new segments never mix."""
+calls; 22: so are Ruby's calls without parentheses; 23: a call through a variable declared
+of a class is written as the class's); readers rebuild on mismatch, so old and new segments
+never mix."""
 COMPONENTS: Final = (
     "blobs",
     "chunks",

@@ -101,11 +101,13 @@ def test_search_is_deterministic(served: ToolCaller) -> None:
 
 
 def test_calls_resolve_through_imports_aliases_and_scope(served: ToolCaller) -> None:
-    """checkout calls Order (a class), models.sum_prices; library and local-object calls are not
-    invented; the head commit's refund replaced render."""
+    """checkout calls Order (a class), the save its local `order = Order()` inherits,
+    models.sum_prices; library calls are not invented; the head commit's refund replaced
+    render."""
     edges = edges_of(served, "shop/views.py:checkout", relations=("invoke",))
     assert edges == {
         ("shop/views.py:checkout", "shop/models.py:Order", "invoke"),
+        ("shop/views.py:checkout", "shop/models.py:Base.save", "invoke"),
         ("shop/views.py:checkout", "shop/models.py:sum_prices", "invoke"),
         ("shop/views.py:checkout", "shop/views.py:refund", "invoke"),
     }

@@ -389,3 +389,31 @@ end
         ("App.route", "settings"),
         ("App.route", "render"),
     ]
+
+
+def test_calls_through_a_variable_of_a_known_class_name_the_class() -> None:
+    """`w.render()` after `w = Widget()` in the same function is `Widget.render`; before the
+    declaration (`m = m.Maker()` too), in another function, or through an untyped variable
+    it stays as written."""
+    source = b"""def main():
+    v.render()
+    w = Widget()
+    w.render()
+    x.render()
+    v = View()
+    m = m.Maker()
+
+
+def other():
+    w.close()
+"""
+    rows = analyse({"app.py": source})["app.py"]
+    assert calls(rows) == [
+        ("main", "v.render"),
+        ("main", "Widget"),
+        ("main", "Widget.render"),
+        ("main", "x.render"),
+        ("main", "View"),
+        ("main", "m.Maker"),
+        ("other", "w.close"),
+    ]
