@@ -14,7 +14,6 @@ and drops what it cannot resolve.
 from __future__ import annotations
 
 import functools
-import itertools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from worker.index.analysis.lexers import (
     python_lexemes,
 )
 from worker.index.analysis.local_types import TYPED_GRAMMARS, declarations
+from worker.index.analysis.more_calls import MORE_CALLS, WRITTEN_SUPER
 
 I64 = npt.NDArray[np.int64]
 Spans = tuple[I64, I64]
@@ -117,36 +117,8 @@ _DECLARED_AFTER: Final = {"ruby": "def"}
 """Languages where a call may follow any word (Ruby's `redirect to(path)`): the words after
 which `name(` declares `name` instead."""
 _PY_CLASS_HEAD: Final = re.compile(rb"[ \t]*class[ \t]+\w+[ \t]*\(")
-_PY_SUPER_MEMBER: Final = re.compile(
-    rb"\bsuper[ \t]*\([^()\n]*\)[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*\("
-)
-"""Python's `super().name(` (and `super(Cls, self).name(`): a call of a base's `name`, which
-the chain finder leaves out as a member of some other expression."""
-_WRITTEN_SUPER: Final = r"^super\s*\([^)]*\)\s*\.\s*"
 _HEAD: Final = re.compile(r"([A-Za-z_$][\w$]*)(?:\.|::|->)(.+)")
 """A chain's first name and the rest after its separator."""
-_RUBY_BARE_CALL: Final = re.compile(
-    rb"(?m)(?:^|[;{])[ \t]*([a-z_][A-Za-z0-9_]*[?!]?)"
-    rb"(?=[ \t]*(?:$|[;}#]|\.[a-z_]|[ \t](?:if|unless|while|until|rescue|and|or)\b)"
-    rb"|[ \t]+[A-Za-z0-9_:@'\"])"
-)
-"""A Ruby statement that starts with a lowercase name and no parentheses: `prepare`,
-`content_type :json`, `halt 404 if x`, `settings.views`. Unless the name is a local
-variable, it is a method called on `self`."""
-_RUBY_LOCALS: Final = re.compile(
-    rb"(?<![.:@$\w])([a-z_]\w*)[ \t]*(?:\|\||&&|\*\*|<<|>>|[-+*/%|&^])?=(?![=~>])"
-    rb"|^[ \t]*([a-z_]\w*)[ \t]*,(?=[^=\n]*=[^=])"
-    rb"|=>[ \t]*([a-z_]\w*)"
-    rb"|\bfor[ \t]+([a-z_]\w*)",
-    re.MULTILINE,
-)
-"""What assigns a Ruby local variable: `x = `, `x ||= `, `a, b = `, `rescue => e`, `for x`."""
-_RUBY_PARAMETERS: Final = re.compile(
-    rb"\|([^|\n]*)\||\bdef[ \t]+(?:self\.)?[\w?!=]+(?:[ \t]*\(([^)\n]*)\)|[ \t]+([^\n#;]+))"
-)
-"""A block's parameters (`|a, b|`) and a method's, with or without parentheses."""
-_RUBY_WORD: Final = re.compile(rb"[a-z_]\w*")
-_RUBY_DEF: Final = re.compile(rb"^[ \t]*def\b", re.MULTILINE)
 
 
 def _hashes(words: str) -> U64:
@@ -309,8 +281,8 @@ def _calls(
             called &= (before == 0) | np.isin(before, _hashes(_CALL_AFTER[family]))
         start, end = out_start[:n][called], out_end[:n][called]
         parts.append((start, end, out_hash[:n][called]))
-        if family in _MORE_CALLS:
-            parts.append(_MORE_CALLS[family](text, at, skip_starts, skip_ends))
+        if family in MORE_CALLS:
+            parts.append(_more_calls(text, family, at, skip_starts, skip_ends))
     empty = np.zeros(0, np.int64)
     if not parts:
         return empty, empty, empty, empty, empty
@@ -354,67 +326,19 @@ def _calls(
     return blob[chosen], entity[chosen], row[chosen], start[chosen], end[chosen]
 
 
-def _super_members(
-    text: _Text, members: I64, skip_starts: I64, skip_ends: I64
+def _more_calls(
+    text: _Text, family: str, members: I64, skip_starts: I64, skip_ends: I64
 ) -> tuple[I64, I64, U64]:
-    """(start, end, hash) of the `super().name(` calls of Python blobs, outside lexemes; the
-    hash is that of `super.name`, as the target is stored."""
+    """(start, end, hash) of the calls the family's own finder (`more_calls`) finds in the
+    members, outside lexemes, but for the words that are never calls."""
     from worker.index.analysis.call_kernels import name_hash
 
-    found: list[tuple[int, int, int]] = []
-    for s, e in zip(text.starts[members].tolist(), text.ends[members].tolist(), strict=True):
-        for match in _PY_SUPER_MEMBER.finditer(text.data, s, e):
-            found.append((match.start(), match.end(1), name_hash(b"super." + match[1])))
-    if not found:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint64)
+    files = list(zip(text.starts[members].tolist(), text.ends[members].tolist(), strict=True))
+    found = MORE_CALLS[family](text.data, files)
     start = np.asarray([f[0] for f in found], dtype=np.int64)
-    kept = ~inside(start, skip_starts, skip_ends)
-    return (
-        start[kept],
-        np.asarray([f[1] for f in found], dtype=np.int64)[kept],
-        np.asarray([f[2] for f in found], dtype=np.uint64)[kept],
-    )
-
-
-def _ruby_bare_calls(
-    text: _Text, members: I64, skip_starts: I64, skip_ends: I64
-) -> tuple[I64, I64, U64]:
-    """(start, end, hash) of the Ruby calls written without parentheses (`_RUBY_BARE_CALL`),
-    outside lexemes, of names that are no local variable where they are written.
-
-    A `def` opens a new scope of locals: each method (from its `def` to the next) is read on
-    its own, and so is the code before the first.
-    """
-    from worker.index.analysis.call_kernels import name_hash
-
-    found: list[tuple[int, int, int]] = []
-    data = text.data
-    for s, e in zip(text.starts[members].tolist(), text.ends[members].tolist(), strict=True):
-        bounds = [s, *(m.start() for m in _RUBY_DEF.finditer(data, s, e)), e]
-        for lo, hi in itertools.pairwise(bounds):
-            scope = data[lo:hi]
-            locals_ = {m for match in _RUBY_LOCALS.finditer(scope) for m in match.groups() if m}
-            for match in _RUBY_PARAMETERS.finditer(scope):
-                for group in match.groups():
-                    if group:
-                        locals_.update(_RUBY_WORD.findall(group))
-            for match in _RUBY_BARE_CALL.finditer(scope):
-                if match[1] not in locals_:
-                    found.append((lo + match.start(1), lo + match.end(1), name_hash(match[1])))
-    if not found:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint64)
-    start = np.asarray([f[0] for f in found], dtype=np.int64)
-    hashes = np.asarray([f[2] for f in found], dtype=np.uint64)
-    kept = ~inside(start, skip_starts, skip_ends) & ~np.isin(hashes, _hashes(_NOT_CALLED["ruby"]))
-    return (
-        start[kept],
-        np.asarray([f[1] for f in found], dtype=np.int64)[kept],
-        hashes[kept],
-    )
-
-
-_MORE_CALLS: Final = {"python": _super_members, "ruby": _ruby_bare_calls}
-"""Calls the chain finder leaves out, found by each language's own pattern."""
+    hashes = np.asarray([name_hash(f[2]) for f in found], dtype=np.uint64)
+    kept = ~inside(start, skip_starts, skip_ends) & ~np.isin(hashes, _hashes(_NOT_CALLED[family]))
+    return start[kept], np.asarray([f[1] for f in found], dtype=np.int64)[kept], hashes[kept]
 
 
 def _names_itself(written: str, qualified: str) -> bool:
@@ -616,6 +540,7 @@ def _through_locals(
     at = text.starts[at_blob] + np.asarray([d.at for _, d in found], dtype=np.int64)
     at_row = np.searchsorted(text.newlines, at) - text.row0[at_blob]
     held = _innermost(entities, text, at_blob, at_row)
+    # (blob, entity, variable) -> (where each declaration of it ends, its class)
     known: dict[tuple[int, int, str], list[tuple[int, str]]] = {}
     ends = (text.starts[at_blob] + np.asarray([d.end for _, d in found], dtype=np.int64)).tolist()
     for (i, declared), e, end in zip(found, held.tolist(), ends, strict=True):
@@ -627,8 +552,8 @@ def _through_locals(
         chain = _HEAD.match(target or "")
         if chain is None:
             continue
-        rows = known.get((int(blob[k]), int(entity[k]), chain[1]))
-        before = [r for r in rows or () if r[0] <= start[k]]
+        classes = known.get((int(blob[k]), int(entity[k]), chain[1]))
+        before = [c for c in classes or () if c[0] <= start[k]]
         if before:
             changed.append(k)
             written.append(f"{max(before)[1]}.{chain[2]}")
@@ -652,7 +577,7 @@ def _through_receivers(
     Go method's receiver's name."""
     targets = _slices(a, start, end)
     if pc.any(pc.starts_with(targets, "super")).as_py():
-        targets = pc.replace_substring_regex(targets, _WRITTEN_SUPER, "super.")
+        targets = pc.replace_substring_regex(targets, WRITTEN_SUPER, "super.")
     names: dict[int, bytes] = {}
     for i, definitions in enumerate(found):
         first = int(firsts[i])
