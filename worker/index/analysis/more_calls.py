@@ -18,9 +18,10 @@ from typing import Final
 Found = list[tuple[int, int, bytes]]
 
 _PY_SUPER_MEMBER: Final = re.compile(
-    rb"\bsuper[ \t]*\([^()\n]*\)[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*\("
+    rb"super[ \t]*\([^()\n]*\)[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*\("
 )
-"""`super().name(`, `super(Cls, self).name(`."""
+"""`super().name(`, `super(Cls, self).name(`; also matches `mysuper().x(` and `o.super().x(`,
+which the finder drops after: a pattern that starts with a fixed word is searched fast."""
 WRITTEN_SUPER: Final = r"^super\s*\([^)]*\)\s*\.\s*"
 """What a stored target of `_PY_SUPER_MEMBER` starts with before it is written `super.name`."""
 _RUBY_BARE_CALL: Final = re.compile(
@@ -53,6 +54,13 @@ def python_super_calls(data: bytes, files: Sequence[tuple[int, int]]) -> Found:
         (match.start(), match.end(1), b"super." + match[1])
         for s, e in files
         for match in _PY_SUPER_MEMBER.finditer(data, s, e)
+        if not (
+            match.start() > s
+            and (
+                data[match.start() - 1 : match.start()].isalnum()
+                or data[match.start() - 1] in b"_."
+            )
+        )
     ]
 
 

@@ -34,7 +34,7 @@ from worker.index.analysis.lexers import (
     moved_to_batch,
     python_lexemes,
 )
-from worker.index.analysis.local_types import TYPED_GRAMMARS, declarations
+from worker.index.analysis.local_types import HEADER_TYPED, TYPED_GRAMMARS, declarations
 from worker.index.analysis.more_calls import MORE_CALLS, WRITTEN_SUPER
 
 I64 = npt.NDArray[np.int64]
@@ -119,6 +119,10 @@ which `name(` declares `name` instead."""
 _PY_CLASS_HEAD: Final = re.compile(rb"[ \t]*class[ \t]+\w+[ \t]*\(")
 _HEAD: Final = re.compile(r"([A-Za-z_$][\w$]*)(?:\.|::|->)(.+)")
 """A chain's first name and the rest after its separator."""
+_HEADER_BYTES: Final = 400
+"""How far a definition's first lines are read for its parameters."""
+_HEAD_NAME: Final = r"^(?P<head>[A-Za-z_$][\w$]*)(?:\.|::|->)"
+"""`_HEAD`'s first name, for Arrow's regular expressions."""
 
 
 def _hashes(words: str) -> U64:
@@ -236,8 +240,12 @@ def _calls(
     grammars: Sequence[str],
     entities: BatchEntities,
     lexed: Mapping[str, BatchLexemes],
+    read: list[Spans],
 ) -> tuple[I64, I64, I64, I64, I64]:
-    """(blob, entity, row, start, end) of each distinct call per (blob, entity, callee)."""
+    """(blob, entity, row, start, end) of each distinct call per (blob, entity, callee).
+
+    The lexemes read on the way (comments, strings) are added to `read`.
+    """
     from worker.index.analysis.call_kernels import call_sites
 
     parts: list[tuple[I64, I64, U64]] = []
@@ -257,6 +265,7 @@ def _calls(
         at = np.asarray(members, dtype=np.int64)
         reused = lexed.get(family) if lexing == _PLAIN else None  # (none is Ruby's)
         skip_starts, skip_ends = _lexemes(text, family, at, reused, lexing)
+        read.append((skip_starts, skip_ends))
         out_start = np.empty(capacity, np.int64)
         out_end = np.empty(capacity, np.int64)
         out_hash = np.empty(capacity, np.uint64)
@@ -430,8 +439,9 @@ def batch_references(
     """
     joined = _Text(text, datas)
     parsed = [g or "" for g in grammars]
+    read: list[Spans] = []
     call_blob, call_entity, call_row, call_start, call_end = _calls(
-        joined, parsed, entities, lexed or {}
+        joined, parsed, entities, lexed or {}, read
     )
     blobs: list[int] = []
     entity_of: list[int] = []
@@ -489,11 +499,10 @@ def batch_references(
     blob = np.concatenate([np.asarray(blobs, dtype=np.int64), call_blob])
     order = np.argsort(blob, kind="stable")
     nulls = pa.nulls(n_calls, pa.string())
-    called = _through_receivers(
-        joined.a, found, firsts=firsts, entity=call_entity, start=call_start, end=call_end
-    )
     called = _through_locals(
-        called,
+        _through_receivers(
+            joined.a, found, firsts=firsts, entity=call_entity, start=call_start, end=call_end
+        ),
         joined,
         datas,
         parsed,
@@ -501,6 +510,7 @@ def batch_references(
         blob=call_blob,
         entity=call_entity,
         start=call_start,
+        lexemes=read,
     )
     return BatchReferences(
         blob=blob[order],
@@ -525,19 +535,29 @@ def _through_locals(
     blob: I64,
     entity: I64,
     start: I64,
+    lexemes: Sequence[Spans],
 ) -> pa.Array:
-    """The calls' targets, but a variable the entity declared of a class (before the call)
-    written as its class: `w.render` as `Widget.render` (see `local_types`)."""
+    """The calls' targets, but a variable the entity declared of a class (before the call,
+    not in a comment or string) written as its class: `w.render` as `Widget.render` (see
+    `local_types`)."""
     found = [
         (i, declared)
         for i, grammar in enumerate(grammars)
         if grammar in TYPED_GRAMMARS
-        for declared in declarations(datas[i], grammar)
+        for declared in declarations(
+            datas[i], grammar, _headers(text, entities, i) if grammar in HEADER_TYPED else ()
+        )
     ]
     if not found or not len(blob):
         return targets
     at_blob = np.asarray([i for i, _ in found], dtype=np.int64)
     at = text.starts[at_blob] + np.asarray([d.at for _, d in found], dtype=np.int64)
+    in_code = np.ones(len(at), dtype=bool)
+    for lexeme_starts, lexeme_ends in lexemes:  # each a family's blobs: sorted, disjoint
+        in_code &= ~inside(at, lexeme_starts, lexeme_ends)
+    kept = np.flatnonzero(in_code)
+    found = [found[k] for k in kept.tolist()]
+    at_blob, at = at_blob[kept], at[kept]
     at_row = np.searchsorted(text.newlines, at) - text.row0[at_blob]
     held = _innermost(entities, text, at_blob, at_row)
     # (blob, entity, variable) -> (where each declaration of it ends, its class)
@@ -545,7 +565,14 @@ def _through_locals(
     ends = (text.starts[at_blob] + np.asarray([d.end for _, d in found], dtype=np.int64)).tolist()
     for (i, declared), e, end in zip(found, held.tolist(), ends, strict=True):
         known.setdefault((i, e, declared.name), []).append((end, declared.cls))
-    maybe = np.flatnonzero(np.isin(blob, at_blob))
+    known_names = {name for _, _, name in known}
+    # Only calls through a name declared somewhere in the batch are looked at one by one.
+    heads = pc.extract_regex(targets, _HEAD_NAME)
+    named = pc.and_(
+        pc.is_valid(heads),
+        pc.is_in(heads.field("head"), value_set=pa.array(sorted(known_names), pa.string())),
+    )
+    maybe = np.flatnonzero(named.fill_null(False).to_numpy(zero_copy_only=False))
     changed: list[int] = []
     written: list[str] = []
     for k, target in zip(maybe.tolist(), targets.take(pa.array(maybe)).to_pylist(), strict=True):
@@ -562,6 +589,23 @@ def _through_locals(
     mask = np.zeros(len(targets), dtype=bool)
     mask[changed] = True
     return pc.replace_with_mask(targets, pa.array(mask), pa.array(written, pa.string()))
+
+
+def _headers(text: _Text, entities: BatchEntities, blob: int) -> list[tuple[int, int]]:
+    """[start, end) in the blob of its definitions' first lines: from the line of each name
+    to the `{` or `;` after it (a few lines at most), where parameters are declared."""
+    mine = np.flatnonzero(entities.blob == blob)
+    if not len(mine):
+        return []
+    base = int(text.starts[blob])
+    data = text.data
+    heads = (text.row_start(text.row0[blob] + entities.name_row[mine]) - base).tolist()
+    spans = []
+    for start in heads:
+        window = data[base + start : base + start + _HEADER_BYTES]
+        cut = [at for at in (window.find(b"{"), window.find(b";")) if at >= 0]
+        spans.append((start, start + min(cut, default=len(window))))
+    return spans
 
 
 def _through_receivers(

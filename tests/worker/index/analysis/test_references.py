@@ -417,3 +417,15 @@ def other():
         ("main", "m.Maker"),
         ("other", "w.close"),
     ]
+
+
+def test_a_declaration_in_a_string_or_comment_declares_nothing() -> None:
+    """`"zone: Zone"` in a string and `# w = Widget()` in a comment type no variable."""
+    source = b"""def main():
+    check("zone: Zone")
+    # w = Widget()
+    zone.activate()
+    w.render()
+"""
+    rows = analyse({"app.py": source})["app.py"]
+    assert calls(rows) == [("main", "check"), ("main", "zone.activate"), ("main", "w.render")]
