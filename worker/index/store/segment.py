@@ -44,7 +44,7 @@ import pyarrow as pa
 
 from worker.index.analysis.segment_builder import SegmentTables
 
-FORMAT_VERSION: Final = 23
+FORMAT_VERSION: Final = 24
 """Bump on any change a reader of the old format would misread, or that changes what the
 analysis of a blob yields (2: definitions end on their own last line, postings grouped by
 term id; 3: each term's postings in chunk order, laid out by the one-pass sort; 4: the
@@ -58,8 +58,9 @@ holding functions, TypeScript namespaces; 16: Ruby and PHP are parsed; 17: C# is
 an annotated definition's own name is no call; 18: C#'s usings; 19: what a `require`
 declaration binds; 20: Kotlin is parsed; 21: Python's `super().name(` and a bare `super(` are
 calls; 22: so are Ruby's calls without parentheses; 23: a call through a variable declared
-of a class is written as the class's); readers rebuild on mismatch, so old and new segments
-never mix."""
+of a class is written as the class's; 24: the declarations read are Python's annotations,
+Java's, C#'s and C++'s parameters, Go's in signatures, none in comments or strings); readers
+rebuild on mismatch, so old and new segments never mix."""
 COMPONENTS: Final = (
     "blobs",
     "chunks",
