@@ -55,13 +55,12 @@ _ANNOTATED: Final = _Form(
 _GO_PARAMETERS: Final = re.compile(
     rb"(?<![\w.])(?P<var>[a-z_]\w*)[ \t]+\*?(?P<type>(?:[a-z_]\w*\.)?[A-Z]\w*)[ \t]*[,)]"
 )
+_TYPE_THEN_NAME: Final = re.compile(
+    rb"(?<![\w.])(?P<type>[A-Z]\w*)(?:<[^<>\n]*>)?[ \t]+(?P<var>[a-z_]\w*)[ \t]*[,)]"
+)
 _HEADER_PARAMETERS: Final = {
-    "java": re.compile(
-        rb"(?<![\w.])(?P<type>[A-Z]\w*)(?:<[^<>\n]*>)?[ \t]+(?P<var>[a-z_]\w*)[ \t]*[,)]"
-    ),
-    "csharp": re.compile(
-        rb"(?<![\w.])(?P<type>[A-Z]\w*)(?:<[^<>\n]*>)?[ \t]+(?P<var>[a-z_]\w*)[ \t]*[,)]"
-    ),
+    "java": _TYPE_THEN_NAME,
+    "csharp": _TYPE_THEN_NAME,
     "cpp": re.compile(
         rb"(?<![\w.:>])(?P<type>(?:\w+::)*[A-Z]\w*)(?:<[^<>\n]*>)?[ \t]*[*&]?[ \t]+"
         rb"(?P<var>[a-z_]\w*)[ \t]*[,)=]"
@@ -107,7 +106,6 @@ _FORMS: Final[dict[str, tuple[_Form, ...]]] = {
             word=True,
         ),
     ),
-    "cpp": (),
 }
 """The declarations each language writes a class in; C has no classes (and Linux is large)."""
 _GO_SIGNATURE: Final = re.compile(rb"func[ \t]*(?:\([^()]*\)[ \t]*)?\w*[ \t]*\(([^()]*)\)")
@@ -119,9 +117,9 @@ _NAME_BYTES: Final = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU
 _NO_CLASSES: Final = frozenset({"None", "True", "False", "NotImplemented"})
 """Python's capitalised constants: `x: None` declares nothing."""
 
-TYPED_GRAMMARS: Final = frozenset(_FORMS)
 HEADER_TYPED: Final = frozenset(_HEADER_PARAMETERS)
 """Languages whose parameters are read in the definitions' first lines (`headers`)."""
+TYPED_GRAMMARS: Final = frozenset(_FORMS) | HEADER_TYPED
 
 
 def declarations(
@@ -148,22 +146,24 @@ def declarations(
             named = _name_before(data, match.start(), form)
             if named is not None:
                 found.append(Declaration(named[0], match.end(), named[1], cls))
-    parameters = _HEADER_PARAMETERS.get(grammar)
-    spans: Sequence[tuple[int, int]] = headers if parameters is not None else ()
     if grammar == "go":
-        parameters = _GO_PARAMETERS
-        spans = [  # the parameters and the `)` after them
+        parameters: re.Pattern[bytes] | None = _GO_PARAMETERS
+        spans: Sequence[tuple[int, int]] = [  # the parameters and the `)` after them
             (m.start(1), m.end(1) + 1)
             for m in _GO_SIGNATURE.finditer(data)
             if not _inside_a_name(data, m.start())
         ]
+    else:
+        parameters, spans = _HEADER_PARAMETERS.get(grammar), headers
+    if parameters is None:
+        return found
     for start, end in spans:
-        for match in parameters.finditer(data, start, end) if parameters else ():
-            found.append(
-                Declaration(
-                    match.start("var"), match.end(), match["var"].decode(), match["type"].decode()
-                )
+        found.extend(
+            Declaration(
+                match.start("var"), match.end(), match["var"].decode(), match["type"].decode()
             )
+            for match in parameters.finditer(data, start, end)
+        )
     return found
 
 

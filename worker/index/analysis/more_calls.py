@@ -22,6 +22,7 @@ _PY_SUPER_MEMBER: Final = re.compile(
 )
 """`super().name(`, `super(Cls, self).name(`; also matches `mysuper().x(` and `o.super().x(`,
 which the finder drops after: a pattern that starts with a fixed word is searched fast."""
+_NAME_OR_DOT: Final = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
 WRITTEN_SUPER: Final = r"^super\s*\([^)]*\)\s*\.\s*"
 """What a stored target of `_PY_SUPER_MEMBER` starts with before it is written `super.name`."""
 _RUBY_BARE_CALL: Final = re.compile(
@@ -54,13 +55,7 @@ def python_super_calls(data: bytes, files: Sequence[tuple[int, int]]) -> Found:
         (match.start(), match.end(1), b"super." + match[1])
         for s, e in files
         for match in _PY_SUPER_MEMBER.finditer(data, s, e)
-        if not (
-            match.start() > s
-            and (
-                data[match.start() - 1 : match.start()].isalnum()
-                or data[match.start() - 1] in b"_."
-            )
-        )
+        if match.start() == s or data[match.start() - 1] not in _NAME_OR_DOT
     ]
 
 

@@ -117,12 +117,10 @@ _DECLARED_AFTER: Final = {"ruby": "def"}
 """Languages where a call may follow any word (Ruby's `redirect to(path)`): the words after
 which `name(` declares `name` instead."""
 _PY_CLASS_HEAD: Final = re.compile(rb"[ \t]*class[ \t]+\w+[ \t]*\(")
-_HEAD: Final = re.compile(r"([A-Za-z_$][\w$]*)(?:\.|::|->)(.+)")
-"""A chain's first name and the rest after its separator."""
 _HEADER_BYTES: Final = 400
 """How far a definition's first lines are read for its parameters."""
-_HEAD_NAME: Final = r"^(?P<head>[A-Za-z_$][\w$]*)(?:\.|::|->)"
-"""`_HEAD`'s first name, for Arrow's regular expressions."""
+_HEAD: Final = r"^(?P<head>[A-Za-z_$][\w$]*)(?:\.|::|->)(?P<rest>.+)"
+"""A chain's first name and the rest after its separator."""
 
 
 def _hashes(words: str) -> U64:
@@ -567,23 +565,26 @@ def _through_locals(
         known.setdefault((i, e, declared.name), []).append((end, declared.cls))
     known_names = {name for _, _, name in known}
     # Only calls through a name declared somewhere in the batch are looked at one by one.
-    heads = pc.extract_regex(targets, _HEAD_NAME)
+    chains = pc.extract_regex(targets, _HEAD)
     named = pc.and_(
-        pc.is_valid(heads),
-        pc.is_in(heads.field("head"), value_set=pa.array(sorted(known_names), pa.string())),
+        pc.is_valid(chains),
+        pc.is_in(chains.field("head"), value_set=pa.array(sorted(known_names), pa.string())),
     )
     maybe = np.flatnonzero(named.fill_null(False).to_numpy(zero_copy_only=False))
+    picked = chains.take(pa.array(maybe))
     changed: list[int] = []
     written: list[str] = []
-    for k, target in zip(maybe.tolist(), targets.take(pa.array(maybe)).to_pylist(), strict=True):
-        chain = _HEAD.match(target or "")
-        if chain is None:
-            continue
-        classes = known.get((int(blob[k]), int(entity[k]), chain[1]))
+    for k, head, rest in zip(
+        maybe.tolist(),
+        picked.field("head").to_pylist(),
+        picked.field("rest").to_pylist(),
+        strict=True,
+    ):
+        classes = known.get((int(blob[k]), int(entity[k]), head))
         before = [c for c in classes or () if c[0] <= start[k]]
         if before:
             changed.append(k)
-            written.append(f"{max(before)[1]}.{chain[2]}")
+            written.append(f"{max(before)[1]}.{rest}")
     if not changed:
         return targets
     mask = np.zeros(len(targets), dtype=bool)
