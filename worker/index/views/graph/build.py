@@ -18,10 +18,19 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
+import structlog
 
 from worker.index.analysis.distinct import distinct
 from worker.index.analysis.grammars import grammar_of
 from worker.index.store.segment import Segment
+from worker.index.views.graph.carried import (
+    Interfaces,
+    Plan,
+    Previous,
+    ResolutionState,
+    StaleCarry,
+    carry,
+)
 from worker.index.views.graph.model import (
     CommitGraph,
     Edges,
@@ -29,6 +38,15 @@ from worker.index.views.graph.model import (
     NodeIds,
     Relation,
     entity_type,
+)
+from worker.index.views.graph.reads import (
+    Phase,
+    ReadKind,
+    Reads,
+    ReadTable,
+    directory_key,
+    file_key,
+    read_table,
 )
 from worker.index.views.graph.scope import (
     MEMBER_SCOPED,
@@ -39,6 +57,7 @@ from worker.index.views.graph.scope import (
 )
 from worker.index.views.text import CommitIndex
 
+log = structlog.get_logger(__name__)
 _SEPARATORS: Final = re.compile(r"\.|::|->")
 I64 = npt.NDArray[np.int64]
 _SUPER_WORDS: Final = frozenset(SUPER_NAMES.values())
@@ -51,11 +70,14 @@ _CPP_ONLY_KINDS: Final = pa.array(["class_specifier", "namespace_definition"], p
 
 @dataclass(frozen=True, slots=True)
 class GraphBuild:
-    """A built graph and what building it took."""
+    """A built graph, the state a later commit's build carries over, and what it took."""
 
     graph: CommitGraph
     seconds: float
     files: int
+    state: ResolutionState
+    resolved: int
+    """Files whose references were resolved (all of them, unless carried over)."""
 
 
 class _Gathered:
@@ -265,9 +287,25 @@ def _joined(parts: list[pa.Array], back: pa.Array) -> list[str | None]:
     return pa.concat_arrays(parts).take(back).to_pylist()  # type: ignore[no-any-return]
 
 
-def build_graph(index: CommitIndex) -> GraphBuild:
-    """The entity graph of the commit an index is of."""
+def build_graph(index: CommitIndex, previous: Previous | None = None) -> GraphBuild:
+    """The entity graph of the commit an index is of.
+
+    With the graph of an earlier commit with the same paths (`previous`), only the files
+    whose resolution may have changed are resolved again (see `carried`); the graph is the
+    same either way.
+    """
     started = time.perf_counter()
+    if previous is not None:
+        try:
+            return _build(index, previous, started)
+        except StaleCarry as exc:
+            log.warning("graph.built_whole", commit=index.commit, reason=str(exc))
+    return _build(index, None, started)
+
+
+def _build(index: CommitIndex, previous: Previous | None, started: float) -> GraphBuild:
+    """`build_graph`, carrying over what `previous` resolved (raises `StaleCarry` when it
+    does not fit)."""
     paths: list[str] = index.path_column.to_pylist()
     found = {p.rsplit("/", i)[0] for p in paths for i in range(1, p.count("/") + 1)}
     directories = sorted(found)
@@ -327,20 +365,36 @@ def build_graph(index: CommitIndex) -> GraphBuild:
         entities_of=entities_of,
         file_of=file_of,
         only_definitions=only_definitions,
+        reads=Reads(),
     )
+    grammar_list = [grammars[p] for p in paths]
+    oids = np.ascontiguousarray(index.path_oids)
     edge_parts = [_contain_edges(parents)]
-    edge_parts.append(
-        _resolve(
-            scopes,
-            data,
-            file_node=file_node,
-            types=types,
-            parents=parent_list,
-            grammars=grammars,
-            paths=paths,
-        )
+    plan, node_map = _plan(
+        scopes,
+        data,
+        previous,
+        directories=directories,
+        paths=paths,
+        oids=oids,
+        grammars=grammar_list,
     )
+    resolved_edges, c_reads = _resolve(
+        scopes,
+        data,
+        plan,
+        file_node=file_node,
+        types=types,
+        parents=parent_list,
+        grammars=grammars,
+        paths=paths,
+    )
+    edge_parts.append(resolved_edges)
+    if previous is not None:
+        edge_parts.append(_carried_edges(previous.graph, node_map, plan))
     edges = distinct(np.concatenate(edge_parts))
+    state = plan.state(oids, grammar_list, ReadTable.concat([read_table(scopes.reads), c_reads]))
+    resolved = len(paths) if plan.dirty_from is None else len(plan.dirty_from)
     graph = CommitGraph(
         ids=NodeIds(node_paths, n_dirs, data.entity_path, data.names),
         names=names,
@@ -366,7 +420,34 @@ def build_graph(index: CommitIndex) -> GraphBuild:
             relation=(edges & 3).astype(np.uint8),
         ),
     )
-    return GraphBuild(graph, time.perf_counter() - started, len(paths))
+    return GraphBuild(graph, time.perf_counter() - started, len(paths), state, resolved)
+
+
+def _plan(
+    scopes: Scopes,
+    data: _Gathered,
+    previous: Previous | None,
+    *,
+    directories: list[str],
+    paths: list[str],
+    oids: npt.NDArray[np.uint8],
+    grammars: list[str | None],
+) -> tuple[Plan, I64]:
+    """What to resolve: everything, or what may differ from `previous` (with each of its
+    nodes' new node)."""
+    if previous is None:
+        return Plan.whole(scopes), np.zeros(0, dtype=np.int64)
+    now = Interfaces(
+        names=data.names,
+        types=data.types,
+        parent=data.entity_parent,
+        entity_path=data.entity_path,
+        first_entity=data.first_entity,
+    )
+    dirty_from, carried_state, node_map = carry(
+        previous, directories=directories, paths=paths, oids=oids, grammars=grammars, now=now
+    )
+    return Plan(scopes, dirty_from, carried_state), node_map
 
 
 _TARGET_SHIFT: Final = 2
@@ -408,60 +489,117 @@ class _Found:
 def _resolve(
     scopes: Scopes,
     data: _Gathered,
+    plan: Plan,
     *,
     file_node: I64,
     types: npt.NDArray[np.uint8],
     parents: list[int],
     grammars: dict[str, str | None],
     paths: list[str],
-) -> I64:
-    """Edge keys of every reference that resolves: imports first (they bind names), then
-    bases (methods are inherited), then calls."""
+) -> tuple[I64, ReadTable]:
+    """Edge keys of every reference the plan resolves, and the reads of C's plain calls:
+    imports first (they bind names), then bases (methods are inherited), then calls."""
     owner_file: list[int] = file_node[data.reference_path].tolist()
     found = _Found()
+    reads = scopes.reads
     imports = data.relation == Relation.IMPORT
     includes = imports & _in_grammars(grammars, paths, "c", "cpp")[data.reference_path]
-    include_edges = _c_includes(scopes, data, np.flatnonzero(includes), paths, file_node)
-    for r in np.flatnonzero(imports & ~includes).tolist():
-        file = owner_file[r]
+    import_rows = _rows_by_file(np.flatnonzero(imports & ~includes), owner_file)
+    for file in plan.files(Phase.IMPORTS, sorted(import_rows)):
+        reads.at(file, Phase.IMPORTS)
         reader = _IMPORTS.get(scopes.grammar(file) or "", _no_import)
-        target, bound = reader(scopes, file, data.target[r] or "", data.imported[r], data.alias[r])
-        if target is None or target < 0:
-            continue
-        if bound and bound != "*":
-            scopes.files[file].bindings.setdefault(bound, target)
-        if target != file:
-            found.add(file, target, Relation.IMPORT)
+        for r in import_rows.get(file, ()):
+            target, bound = reader(
+                scopes, file, data.target[r] or "", data.imported[r], data.alias[r]
+            )
+            if target is None or target < 0:
+                continue
+            if bound and bound != "*":
+                scopes.files[file].bindings.setdefault(bound, target)
+            if target != file:
+                found.add(file, target, Relation.IMPORT)
+    include_rows = np.flatnonzero(includes)
+    include_rows = include_rows[
+        plan.resolving(file_node[data.reference_path[include_rows]], Phase.IMPORTS)
+    ]
+    include_edges, include_reads = _c_includes(scopes, data, include_rows, paths, file_node)
     holders: list[int] = data.holder.tolist()
-    for r in np.flatnonzero(data.relation == Relation.INHERIT).tolist():
-        file, holder = owner_file[r], holders[r]
+    inherit_rows = _rows_by_file(np.flatnonzero(data.relation == Relation.INHERIT), owner_file)
+    for file in plan.files(Phase.BASES, sorted(inherit_rows)):
+        reads.at(file, Phase.BASES)
         # Where namespaces span files, a base is named from inside its class's namespaces
         # (`class C : public Shape`, `module Shop; class Engine < Base`).
-        where = holder if scopes.grammar(file) in NAMESPACES_SPAN_FILES else file
-        base = scopes.resolve_chain(file, where, _SEPARATORS.split(data.target[r] or ""), parents)
-        if base is not None and types[base] == EntityType.CLASS and base != holder:
-            found.add(holder, base, Relation.INHERIT)
-            key = scopes.class_of(holder)
-            if key is not None:
-                scopes.bases[key].append(base)
+        spans = scopes.grammar(file) in NAMESPACES_SPAN_FILES
+        for r in inherit_rows.get(file, ()):
+            holder = holders[r]
+            where = holder if spans else file
+            parts = _SEPARATORS.split(data.target[r] or "")
+            base = scopes.resolve_chain(file, where, parts, parents)
+            if base is not None and types[base] == EntityType.CLASS and base != holder:
+                found.add(holder, base, Relation.INHERIT)
+                key = scopes.class_of(holder)
+                if key is not None:
+                    scopes.bases[key].append(base)
+                    plan.class_keys.setdefault(file, set()).add(key)
     scopes.bases_known()
-    call_edges = _resolve_calls(
+    call_edges, c_reads = _resolve_calls(
         scopes,
         data,
+        plan,
         file_node=file_node,
         types=types,
         parents=parents,
         grammars=grammars,
         paths=paths,
     )
-    return np.concatenate([found.keys(), include_edges, call_edges])
+    edges = np.concatenate([found.keys(), include_edges, call_edges])
+    return edges, ReadTable.concat([include_reads, c_reads])
+
+
+def _rows_by_file(rows: I64, owner_file: list[int]) -> dict[int, list[int]]:
+    """Reference rows by their file's node, each file's in row order."""
+    by_file: dict[int, list[int]] = {}
+    for r in rows.tolist():
+        by_file.setdefault(owner_file[r], []).append(r)
+    return by_file
+
+
+_PHASE_OF: Final = {
+    Relation.IMPORT: Phase.IMPORTS,
+    Relation.INHERIT: Phase.BASES,
+    Relation.INVOKE: Phase.CALLS,
+}
+
+
+def _carried_edges(old: CommitGraph, node_map: I64, plan: Plan) -> I64:
+    """Edge keys of the old graph's references that were not resolved again, renumbered;
+    those of files gone are left out."""
+    ids = old.ids
+    assert isinstance(ids, NodeIds)
+    first = len(ids.plain)
+    source = old.edges.source.astype(np.int64)
+    relation = old.edges.relation
+    old_file = np.where(
+        source >= first, ids.n_dirs + ids.entity_path[np.maximum(source - first, 0)], source
+    )
+    file = node_map[old_file]
+    keep = np.zeros(len(source), dtype=bool)
+    for rel, phase in _PHASE_OF.items():
+        mine = relation == rel
+        keep |= mine & (file >= 0) & ~plan.resolving(file, phase)
+    rows = np.flatnonzero(keep)
+    new_source = node_map[source[rows]]
+    new_target = node_map[old.edges.target[rows].astype(np.int64)]
+    if (new_source < 0).any() or (new_target < 0).any():
+        raise StaleCarry("an edge kept reaches a definition that is gone")
+    return _edge_keys(new_source, new_target, relation[rows].astype(np.int64))
 
 
 def _c_includes(
     scopes: Scopes, data: _Gathered, rows: I64, paths: list[str], file_node: I64
-) -> I64:
-    """Edge keys of C and C++ includes (reference rows): each header is looked up once per
-    directory that includes it, as an include binds no name."""
+) -> tuple[I64, ReadTable]:
+    """Edge keys of C and C++ includes (reference rows), and the reads of their lookups: each
+    header is looked up once per directory that includes it, as an include binds no name."""
     path_rows = data.reference_path[rows]
     files, file_at = np.unique(path_rows, return_inverse=True)
     folders = pa.array(
@@ -475,32 +613,39 @@ def _c_includes(
     folder_names: list[str] = folders.dictionary.to_pylist()
     header_names: list[str] = headers.dictionary.to_pylist()
     found = [
-        scopes.file_in(folder_names[pair // n_headers], header_names[pair % n_headers])
+        scopes.file_in(
+            folder_names[pair // n_headers], header_names[pair % n_headers], record=False
+        )
         for pair in pairs.tolist()
     ]
     target = np.asarray([-1 if f is None else f for f in found], dtype=np.int64)[pair_at]
     source = file_node[path_rows]
     keep = (target >= 0) & (target != source)
-    return _edge_keys(source[keep], target[keep], int(Relation.IMPORT))
+    keys = pa.array([file_key(h) for h in header_names], pa.string()).take(pa.array(header_code))
+    reads = _keyed_reads(source, keys, ReadKind.PATHS, Phase.IMPORTS)
+    return _edge_keys(source[keep], target[keep], int(Relation.IMPORT)), reads
 
 
 def _resolve_calls(
     scopes: Scopes,
     data: _Gathered,
+    plan: Plan,
     *,
     file_node: I64,
     types: npt.NDArray[np.uint8],
     parents: list[int],
     grammars: dict[str, str | None],
     paths: list[str],
-) -> I64:
-    """Edge keys of the calls that resolve.
+) -> tuple[I64, ReadTable]:
+    """Edge keys of the calls the plan resolves that resolve, and the reads of C's plain
+    calls.
 
     What a call means depends on its file, and on its class only where names reach into the
     class (`self.x`; Java and C++ methods): each distinct (file, class, callee) is resolved
     once, for the first call of it. Plain names called in C are resolved all at once.
     """
     calls = np.flatnonzero(data.relation == Relation.INVOKE)
+    calls = calls[plan.resolving(file_node[data.reference_path[calls]], Phase.CALLS)]
     texts = data.target_array.take(pa.array(calls)).fill_null("")
     plain = ~pc.match_substring_regex(texts, r"[.:-]").to_numpy(zero_copy_only=False)
     path_rows = data.reference_path[calls]
@@ -510,6 +655,9 @@ def _resolve_calls(
     resolved = _c_calls(data, is_c, path_rows[picked], calls[picked])
     hit = resolved >= 0
     c_edges = _edge_keys(data.holder[calls[picked]][hit], resolved[hit], int(Relation.INVOKE))
+    c_reads = _keyed_reads(
+        file_node[path_rows[picked]], texts.take(pa.array(picked)), ReadKind.NAME, Phase.CALLS
+    )
     rest = np.flatnonzero(~vector)
     encoded = texts.take(pa.array(rest)).dictionary_encode()
     code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -536,10 +684,7 @@ def _resolve_calls(
     context = np.full(len(rest), -2, dtype=np.int64)
     if len(need):
         holders = distinct(holder[need])
-        receiver = np.asarray(
-            [_node_or(scopes.receiver_class(h, parents)) for h in holders.tolist()],
-            dtype=np.int64,
-        )[np.searchsorted(holders, holder[need])]
+        receiver = _receivers(scopes, holders, parents)[np.searchsorted(holders, holder[need])]
         # `this` outside a class is the function's own (`Scopes._owned`).
         outside = np.where(selfish[need], holder[need], -1)
         context[need] = np.where(receiver >= 0, receiver, outside)
@@ -553,14 +698,8 @@ def _resolve_calls(
             | (by_code[1:] != by_code[:-1])
         )
     first = order[leads]  # the first call of each group: lexsort is stable
-    meaning = np.asarray(
-        [
-            _node_or(scopes.resolve_chain(f, h, chains[c], parents))
-            for f, h, c in zip(
-                file[first].tolist(), holder[first].tolist(), code[first].tolist(), strict=True
-            )
-        ],
-        dtype=np.int64,
+    meaning = _meanings(
+        scopes, file[first], holder[first], [chains[c] for c in code[first]], parents
     )
     callee = np.empty(len(order), dtype=np.int64)
     callee[order] = meaning[np.cumsum(leads) - 1]
@@ -571,7 +710,46 @@ def _resolve_calls(
     # (`~Shape();`), or a field made of it.
     itself = (callee == holder) & (types[holder] == EntityType.CLASS)
     keep = found & is_callable & ~itself
-    return np.concatenate([c_edges, _edge_keys(holder[keep], callee[keep], int(Relation.INVOKE))])
+    edges = np.concatenate([c_edges, _edge_keys(holder[keep], callee[keep], int(Relation.INVOKE))])
+    return edges, c_reads
+
+
+def _keyed_reads(files: I64, keys: pa.Array, kind: ReadKind, phase: Phase) -> ReadTable:
+    """Reads of one kind made by vectorised resolution: each (file, key) once."""
+    encoded = keys.dictionary_encode()
+    code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    n_codes = max(len(encoded.dictionary), 1)
+    pairs = distinct(files * n_codes + code)
+    return ReadTable(
+        reader=(pairs // n_codes).astype(np.int32),
+        phase=np.full(len(pairs), phase, dtype=np.uint8),
+        kind=np.full(len(pairs), kind, dtype=np.uint8),
+        node=np.full(len(pairs), -1, dtype=np.int32),
+        name=encoded.dictionary.take(pa.array(pairs % n_codes)),
+    )
+
+
+def _receivers(scopes: Scopes, holders: I64, parents: list[int]) -> I64:
+    """The class `self` means in each holder (-1: none)."""
+    found = []
+    for holder in holders.tolist():
+        scopes.reads.at(scopes.file_of(holder), Phase.CALLS)
+        found.append(_node_or(scopes.receiver_class(holder, parents)))
+    return np.asarray(found, dtype=np.int64)
+
+
+def _meanings(
+    scopes: Scopes, files: I64, holders: I64, chains: list[list[str]], parents: list[int]
+) -> I64:
+    """What each call (its file, holder and chain of names) names (-1: nothing known)."""
+    found = []
+    reads, last = scopes.reads, -1
+    for file, holder, chain in zip(files.tolist(), holders.tolist(), chains, strict=True):
+        if file != last:  # the calls come file by file
+            reads.at(file, Phase.CALLS)
+            last = file
+        found.append(_node_or(scopes.resolve_chain(file, holder, chain, parents)))
+    return np.asarray(found, dtype=np.int64)
 
 
 def _node_or(node: int | None) -> int:
@@ -672,6 +850,7 @@ def _go_import(
     scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
 ) -> _Resolved:
     parts = module.split("/")
+    scopes.read_path(directory_key(module))
     found = scopes.dir_nodes.get(module)
     if found is None and "." in parts[0]:  # a module path (`github.com/...`), not the stdlib
         found = scopes.directory_by_suffix(module)
@@ -737,6 +916,7 @@ def _ruby_import(
     path = module.removesuffix(".rb") + ".rb"
     if module.startswith(".") or "/" in module:
         return scopes.file_by_suffix(scopes.paths[file], path.removeprefix("./")), None
+    scopes.read_path(file_key(path))
     found = scopes.file_nodes.get(f"lib/{path}", scopes.file_nodes.get(path))
     return found, None
 

@@ -17,6 +17,17 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from worker.index.views.graph.model import EntityType
+from worker.index.views.graph.reads import (
+    NODE_KINDS,
+    Key,
+    ReadKind,
+    Reads,
+    definitions_key,
+    directory_key,
+    file_key,
+    listing_key,
+    module_key,
+)
 
 _JS_EXTENSIONS: Final = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 SELF_NAMES: Final = frozenset({"self", "this", "cls", "Self", "$this"})
@@ -110,14 +121,18 @@ class Scopes:
         entities_of: Callable[[int], Iterable[tuple[int, str, bool]]],
         file_of: Callable[[int], int],
         only_definitions: Callable[[], dict[str, int]],
+        reads: Reads | None = None,
     ) -> None:
         self.types = types
+        self.reads = reads or Reads()
+        """What each file's resolution reads of the rest of the commit (see `reads`)."""
         self._entities_of = entities_of
         self._file_of = file_of
         self._only_definitions = only_definitions
-        self._loaded: set[int] = set()
-        self._class_members: dict[tuple[int, str], int | None] | None = None
-        """What `Class.name` is, remembered once every base is known (`bases_known`)."""
+        self._loaded_files: set[int] = set()
+        self._class_members: dict[tuple[int, str], tuple[int | None, set[Key]]] | None = None
+        """What `Class.name` is and what finding it read, remembered once every base is known
+        (`bases_known`)."""
         self.file_nodes = file_nodes
         self.dir_nodes = dir_nodes
         self.paths: dict[int, str] = {node: path for path, node in file_nodes.items()}
@@ -159,6 +174,11 @@ class Scopes:
         for path, node in dir_nodes.items():
             parent, _, name = path.rpartition("/")
             self.children[dir_nodes[parent] if parent else -1][name] = node
+        self._dir_paths = {node: path for path, node in dir_nodes.items()}
+
+    def read_path(self, key: str) -> None:
+        """Record a lookup of the commit's paths (see `reads.path_keys`)."""
+        self.reads.path(key)
 
     def grammar(self, node: int) -> str | None:
         """A file's grammar; None for a directory or a file no parser reads."""
@@ -167,12 +187,24 @@ class Scopes:
 
     def scope(self, file: int) -> FileScope:
         """A file's scope, its definitions read in on first use."""
+        # `Reads.file(ReadKind.FILE, file)`, inline: the hottest call of a build.
+        self.reads.current.add(file * NODE_KINDS)
         found = self.files[file]
-        if file not in self._loaded:
-            self._loaded.add(file)
-            for node, qualified, top_level in self._entities_of(file):
-                self._add_entity(found, node, qualified, top_level)
+        if file not in self._loaded_files:
+            self._load(file, found)
         return found
+
+    def _loaded(self, file: int) -> FileScope:
+        """`scope`, not recorded as read (the caller records what it reads)."""
+        found = self.files[file]
+        if file not in self._loaded_files:
+            self._load(file, found)
+        return found
+
+    def _load(self, file: int, scope: FileScope) -> None:
+        self._loaded_files.add(file)
+        for node, qualified, top_level in self._entities_of(file):
+            self._add_entity(scope, node, qualified, top_level)
 
     def _add_entity(self, scope: FileScope, node: int, qualified: str, top_level: bool) -> None:
         """Record a definition: its file's top level, or a member of its class."""
@@ -210,12 +242,15 @@ class Scopes:
             base = posixpath.dirname(importer)
             for _ in range(dots - 1):
                 base = posixpath.dirname(base)
+            self.read_path(directory_key(base))
             node: int | None = self.dir_nodes.get(base, -1) if base else -1
             for part in rest.split(".") if rest else []:
                 node = self.member(node, part) if node is not None else None
             return node
+        self.read_path(module_key(rest))
         candidates = self._python_modules.get(rest, [])
         if not candidates:
+            self.read_path(listing_key(""))
             top = self.children[-1].get(rest.split(".")[0])
             if top is not None and self.types[top] == EntityType.DIRECTORY:
                 node = top
@@ -240,6 +275,10 @@ class Scopes:
         if not spec.startswith("."):
             return None
         target = posixpath.normpath(posixpath.join(posixpath.dirname(importer), spec))
+        for tried in (target, *(target + e for e in _JS_EXTENSIONS)):
+            self.read_path(file_key(tried))
+        for e in _JS_EXTENSIONS:
+            self.read_path(file_key(f"index{e}"))
         if target in self.file_nodes:
             return self.file_nodes[target]
         for candidate in (
@@ -252,6 +291,7 @@ class Scopes:
 
     def directory_by_suffix(self, path: str) -> int | None:
         """The directory whose path ends the import path (Go packages), longest first."""
+        self.read_path(directory_key(path))
         parts = path.split("/")
         for i in range(len(parts)):
             found = self.dir_nodes.get("/".join(parts[i:]))
@@ -262,6 +302,7 @@ class Scopes:
     def directories_ending(self, path: str) -> list[int]:
         """The directories whose path is `path` or ends with it, the shortest first: a
         Kotlin package under each source set (`src/main/kotlin/a/b`, `src/jvmMain/kotlin/a/b`)."""
+        self.read_path(directory_key(path))
         if path in self._ending_dirs:
             return self._ending_dirs[path]
         index = self._dirs_by_name
@@ -287,8 +328,11 @@ class Scopes:
         """
         return self.file_in(importer.rpartition("/")[0], path)
 
-    def file_in(self, folder: str, path: str) -> int | None:
-        """`file_by_suffix` for an importer in `folder`."""
+    def file_in(self, folder: str, path: str, *, record: bool = True) -> int | None:
+        """`file_by_suffix` for an importer in `folder` (`record`: as a read of the file being
+        resolved)."""
+        if record:
+            self.read_path(file_key(path))
         key = (folder, path)
         if key in self._by_suffix:
             return self._by_suffix[key]
@@ -333,6 +377,7 @@ class Scopes:
             crate = (
                 importer.split("/src/", maxsplit=1)[0] + "/src" if "/src/" in importer else "src"
             )
+            self.read_path(directory_key(crate))
             module_dir = crate if crate in self.dir_nodes else ""
             parts = parts[1:]
         while parts and parts[0] in ("self", "super"):
@@ -340,6 +385,8 @@ class Scopes:
                 module_dir = posixpath.dirname(module_dir)
         node: int | None = None
         for part in parts:
+            self.read_path(file_key(f"{part}.rs"))
+            self.read_path(file_key("mod.rs"))
             found = self.file_nodes.get(f"{module_dir}/{part}.rs".lstrip("/"))
             if found is None:
                 found = self.file_nodes.get(f"{module_dir}/{part}/mod.rs".lstrip("/"))
@@ -356,19 +403,23 @@ class Scopes:
             return None
         kind = self.types[node] if node >= 0 else EntityType.DIRECTORY
         if kind == EntityType.DIRECTORY:
+            self.read_path(listing_key(self._dir_paths.get(node, "")))
             children = self.children.get(node, {})
             for entry in (f"{name}.py", name, f"{name}.rs"):
                 if entry in children:
                     child = children[entry]
                     if self.types[child] == EntityType.DIRECTORY:
+                        self.read_path(listing_key(self._dir_paths[child]))
                         init = self.children.get(child, {}).get("__init__.py")
                         return init if init is not None else child
                     return child
             if node not in self._packages:
                 return None
-            for child in children.values():  # a Go or Kotlin package: its files' definitions
+            # A Go or Kotlin package: its files' definitions, read as one.
+            self.read_path(definitions_key(self._dir_paths.get(node, "")))
+            for child in children.values():
                 if self.grammar(child) in _PACKAGED:
-                    top = self.scope(child).top
+                    top = self._loaded(child).top
                     if name in top:
                         return top[name]
             return None
@@ -376,6 +427,7 @@ class Scopes:
             scope = self.scope(node)
             if name in scope.top:
                 return scope.top[name]
+            self.reads.current.add(node * NODE_KINDS + ReadKind.BINDINGS)
             if name in scope.bindings:
                 return scope.bindings[name]
             if scope.path.endswith("/__init__.py") or scope.path == "__init__.py":
@@ -388,13 +440,16 @@ class Scopes:
                     return exported
             return None
         remembered = self._class_members
-        if remembered is not None:
-            if (node, name) in remembered:
-                return remembered[(node, name)]
-            found = self._class_member(node, name, depth)
-            remembered[(node, name)] = found
-            return found
-        return self._class_member(node, name, depth)
+        if remembered is None:
+            return self._class_member(node, name, depth)
+        known = remembered.get((node, name))
+        if known is not None:
+            self.reads.replay(known[1])
+            return known[0]
+        self.reads.open()
+        found = self._class_member(node, name, depth)
+        remembered[(node, name)] = (found, self.reads.close())
+        return found
 
     def _class_member(self, node: int, name: str, depth: int) -> int | None:
         key = self.class_of(node)
@@ -405,6 +460,7 @@ class Scopes:
             method = self._go_method(key, name)
         if method is not None:
             return method
+        self.reads.file(ReadKind.BASES, key[0])
         for base in self.bases.get(key, []):
             inherited = self.member(base, name, depth + 1)
             if inherited is not None:
@@ -413,10 +469,13 @@ class Scopes:
 
     def _go_method(self, key: tuple[int, str], name: str) -> int | None:
         """A method of a Go type declared in another file of its package."""
-        package = self.dir_nodes.get(posixpath.dirname(self.paths[key[0]]), -1)
+        folder = posixpath.dirname(self.paths[key[0]])
+        self.read_path(listing_key(folder))
+        self.read_path(definitions_key(folder))
+        package = self.dir_nodes.get(folder, -1)
         for file in self.children.get(package, {}).values():
             if file != key[0] and self.grammar(file) == "go":
-                self.scope(file)
+                self._loaded(file)
                 method = self.members.get((file, key[1]), {}).get(name)
                 if method is not None:
                     return method
@@ -477,7 +536,9 @@ class Scopes:
             return self.member(self.dir_nodes.get(posixpath.dirname(scope.path), -1), name)
         if scope.grammar in ("java", "php"):
             # A class of the same package (namespace): the file named after it beside this one.
-            package = self.dir_nodes.get(posixpath.dirname(scope.path), -1)
+            folder = posixpath.dirname(scope.path)
+            self.read_path(listing_key(folder))
+            package = self.dir_nodes.get(folder, -1)
             sibling = self.children.get(package, {}).get(f"{name}.{scope.grammar}")
             return None if sibling is None else self.scope(sibling).top.get(name)
         if scope.grammar in _GLOBAL_NAMES:
@@ -498,6 +559,7 @@ class Scopes:
         `_GLOBAL_NAMES`)."""
         if self._only is None:
             self._only = self._only_definitions()
+        self.reads.name(qualified)
         return self._only.get(qualified)
 
     def _global(
@@ -528,6 +590,8 @@ class Scopes:
         constructor), or the first of its bases that has the member."""
         owner = self.enclosing_class(holder, parents)
         key = None if owner is None else self.class_of(owner)
+        if key is not None:
+            self.reads.file(ReadKind.BASES, key[0])
         bases = self.bases.get(key, []) if key is not None else []
         if len(parts) == 1:
             if not bases or self.grammar(file) not in _BASE_CONSTRUCTORS:

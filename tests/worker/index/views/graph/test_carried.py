@@ -1,0 +1,188 @@
+"""A graph built from an earlier commit's graph is the graph a whole build gives, and it
+resolves again only the files whose references may mean something else."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pygit2
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.support.gitrepos import commit, init_repo
+from worker.index import IndexStore, build_commit_index
+from worker.index.store.graph_tables import read_graph, read_graph_state, write_graph
+from worker.index.views.graph.build import GraphBuild, build_graph
+from worker.index.views.graph.carried import Previous
+from worker.index.views.graph.model import CommitGraph
+
+
+def _build(
+    cache: Path, repo: pygit2.Repository, head: str, previous: Previous | None
+) -> GraphBuild:
+    build_commit_index(cache, "a/b", repo, head)
+    index = IndexStore(cache).open("a/b", repo, head, deadline=time.monotonic() + 60)
+    return build_graph(index, previous)
+
+
+def _stored(commit_dir: Path, built: GraphBuild) -> Previous:
+    """The build as the mirror keeps it: written, then read back."""
+    commit_dir.mkdir(parents=True, exist_ok=True)
+    write_graph(commit_dir, built.graph, built.state)
+    graph, state = read_graph(commit_dir), read_graph_state(commit_dir)
+    assert graph is not None
+    assert state is not None
+    return Previous(graph, state)
+
+
+def _assert_same(carried: CommitGraph, whole: CommitGraph) -> None:
+    assert list(carried.ids) == list(whole.ids)
+    assert carried.names == whole.names
+    for name in ("types", "start_line", "end_line"):
+        assert np.array_equal(getattr(carried, name), getattr(whole, name))
+    for name in ("source", "target", "relation"):
+        assert np.array_equal(getattr(carried.edges, name), getattr(whole.edges, name)), name
+
+
+_PACKAGE = {
+    "shop/__init__.py": "from shop.models import Order\n",
+    "shop/models.py": (
+        "class Base:\n    def save(self):\n        return 1\n\n"
+        "class Order(Base):\n    def total(self):\n        return self.save()\n"
+    ),
+    "shop/views.py": (
+        "from shop.models import Order\nfrom shop import util\n\n"
+        "def show():\n    order = Order()\n    util.fmt(order.total())\n    return Order.total\n"
+    ),
+    "shop/util.py": "def fmt(x):\n    return str(x)\n",
+    **{f"shop/other{i}.py": f"def other{i}():\n    return {i}\n" for i in range(8)},
+    "lib/list.h": "int list_add(int x);\n",
+    "lib/list.c": '#include "list.h"\nint list_add(int x) { return x + 1; }\n',
+    "lib/use.c": '#include "list.h"\nint use(void) { return list_add(2); }\n',
+}
+
+
+def test_an_edited_commit_resolves_only_what_may_differ(tmp_path: Path) -> None:
+    """Renaming a method, moving a base, adding and removing files and a C definition give the
+    whole build's graph, and unrelated files are not resolved again."""
+    repo = init_repo(tmp_path / "repo")
+    first = commit(repo, _PACKAGE)
+    before = _build(tmp_path / "cache", repo, first, None)
+    second = commit(
+        repo,
+        {
+            "shop/models.py": (
+                "class Base:\n    def store(self):\n        return 1\n\n"
+                "class Order(Base):\n    def total(self):\n        return self.save()\n"
+            ),
+            "shop/base.py": "class Base:\n    def save(self):\n        return 2\n",
+            "shop/other3.py": None,
+            "lib/list2.c": "int list_add(int x) { return x; }\n",
+        },
+    )
+    carried = _build(tmp_path / "cache", repo, second, _stored(tmp_path / "g1", before))
+    whole = _build(tmp_path / "cache", repo, second, None)
+    _assert_same(carried.graph, whole.graph)
+    assert carried.resolved < whole.resolved == whole.files
+
+
+def test_a_chain_of_carried_graphs_stays_whole(tmp_path: Path) -> None:
+    """Each commit built from the one before (as stored) equals its whole build, commit after
+    commit."""
+    repo = init_repo(tmp_path / "repo")
+    previous = None
+    order = "class Order(Base):\n    def total(self):\n        return 0\n"
+    edits: list[dict[str, str | None]] = [
+        _PACKAGE,
+        {"shop/util.py": "def fmt(x):\n    return repr(x)\n"},
+        {"shop/views.py": "from shop.util import fmt\n\ndef show():\n    return fmt(1)\n"},
+        {"shop/util.py": None, "shop/util/__init__.py": "def fmt(x):\n    return x\n"},
+        {"lib/list.h": None, "lib/inc/list.h": "int list_add(int x);\n"},
+        # Definitions an unchanged importer names move, then go.
+        {"shop/util/__init__.py": "def parse(x):\n    return x\n\ndef fmt(x):\n    return x\n"},
+        {"shop/util/__init__.py": "def parse(x):\n    return x\n"},
+        {"shop/views.py": "from shop.extra import later\n\ndef show():\n    return later()\n"},
+        {"shop/extra.py": "def later():\n    return 1\n", "lib/list.h": "int list_add(int x);\n"},
+        {
+            "shop/api.py": "from shop import Order\n\ndef make():\n    return Order().total()\n",
+            "shop/orders.py": "class Order:\n    def total(self):\n        return 0\n",
+        },
+        # Only what the package binds changes: its importers must follow it.
+        {"shop/__init__.py": "from shop.orders import Order\n"},
+        {
+            "shop/api.py": (
+                "from shop import Order\n\n"
+                "class Special(Order):\n    def go(self):\n        return self.save()\n"
+            ),
+            "shop/orders.py": f"from shop.base import Base\n\n{order}",
+        },
+        # Only the class's base changes: what its methods mean elsewhere must follow it.
+        {"shop/orders.py": f"from shop.models import Base\n\n{order}"},
+    ]
+    for step, files in enumerate(edits):
+        head = commit(repo, files)
+        built = _build(tmp_path / "cache", repo, head, previous)
+        _assert_same(built.graph, _build(tmp_path / "cache", repo, head, None).graph)
+        assert step == 0 or built.resolved < built.files  # carried, not built whole again
+        previous = _stored(tmp_path / f"g{step}", built)
+
+
+_NAMES = ("alpha", "beta", "gamma")
+_SLOTS = ("p/one.py", "p/two.py", "q/three.py", "c/one.c", "c/two.c", "c/two.h")
+
+
+def _python(defines: list[str], calls: list[str], imports: list[int]) -> str:
+    lines = []
+    for slot in imports:
+        module = _SLOTS[slot].removesuffix(".py").replace("/", ".")
+        lines.append(f"from {module} import {_NAMES[slot % len(_NAMES)]}")
+    lines += [f"class {name.title()}:\n    def {name}(self):\n        return 1" for name in defines]
+    body = "".join(f"\n    {name}()" for name in calls) or "\n    pass"
+    lines.append(f"def main():{body}")
+    return "\n".join(lines) + "\n"
+
+
+def _c(defines: list[str], calls: list[str], imports: list[int]) -> str:
+    lines = ['#include "two.h"'] if imports else []
+    lines += [f"int {name}(void) {{ return 1; }}" for name in defines]
+    lines.append("int run(void) {" + "".join(f" {name}();" for name in calls) + " return 0; }")
+    return "\n".join(lines) + "\n"
+
+
+_FILE = st.none() | st.tuples(
+    st.lists(st.sampled_from(_NAMES), unique=True),
+    st.lists(st.sampled_from(_NAMES), unique=True),
+    st.lists(st.sampled_from(range(3)), unique=True, max_size=2),
+)
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    steps=st.lists(
+        st.lists(_FILE, min_size=len(_SLOTS), max_size=len(_SLOTS)), min_size=2, max_size=4
+    )
+)
+def test_any_sequence_of_edits_carries_to_the_whole_graph(
+    tmp_path_factory: object, steps: list[list[tuple[list[str], list[str], list[int]] | None]]
+) -> None:
+    """Files coming, going and changing what they define, call and import, in Python and C,
+    give the whole build's graph at every commit."""
+    assert hasattr(tmp_path_factory, "mktemp")
+    root: Path = tmp_path_factory.mktemp("edits")
+    repo = init_repo(root / "repo")
+    previous = None
+    for step, slots in enumerate(steps):
+        files: dict[str, str | None] = {"README": f"step {step}\n"}
+        for slot, spec in zip(_SLOTS, slots, strict=True):
+            if spec is None:
+                files[slot] = None
+            else:
+                files[slot] = (_python if slot.endswith(".py") else _c)(*spec)
+        head = commit(repo, files)
+        built = _build(root / "cache", repo, head, previous)
+        _assert_same(built.graph, _build(root / "cache", repo, head, None).graph)
+        previous = _stored(root / f"g{step}", built)

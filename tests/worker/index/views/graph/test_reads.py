@@ -1,0 +1,58 @@
+"""What resolving reads is recorded for every file that depends on it, under keys that any
+change of the paths it could find shares."""
+
+from __future__ import annotations
+
+from worker.index.views.graph.reads import (
+    Phase,
+    ReadKind,
+    Reads,
+    directory_key,
+    file_key,
+    listing_key,
+    module_key,
+    path_keys,
+    read_table,
+)
+
+
+def test_a_remembered_lookup_counts_for_every_file_that_uses_it() -> None:
+    """The reads a lookup made when first made are recorded again for a file that reuses it,
+    the first file's own state included; a file's reads of its own state are left out."""
+    reads = Reads()
+    reads.at(1, Phase.CALLS)
+    reads.open()
+    reads.file(ReadKind.FILE, 1)
+    reads.name("x")
+    inner = reads.close()
+    reads.at(2, Phase.CALLS)
+    reads.replay(inner)
+    table = read_table(reads)
+    rows = set(
+        zip(
+            table.reader.tolist(),
+            table.kind.tolist(),
+            table.node.tolist(),
+            table.name.to_pylist(),
+            strict=True,
+        )
+    )
+    assert rows == {
+        (1, ReadKind.NAME, -1, "x"),
+        (2, ReadKind.FILE, 1, None),
+        (2, ReadKind.NAME, -1, "x"),
+    }
+
+
+def test_paths_coming_or_going_change_the_keys_of_lookups_that_could_find_them() -> None:
+    """A file changes lookups of its name, of its directory's listing and of its module; a
+    directory those of its name and of its parent's listing."""
+    keys = path_keys(["src/pkg/mod.py", "src/pkg/__init__.py"], ["src/pkg"])
+    assert file_key("other/mod.py") in keys
+    assert listing_key("src/pkg") in keys
+    assert module_key("a.b.mod") in keys
+    assert module_key("pkg") in keys  # the package `pkg` is its __init__.py
+    assert directory_key("vendor/src/pkg") in keys
+    assert listing_key("src") in keys
+    assert file_key("mod.rs") not in keys
+    assert listing_key("src/other") not in keys

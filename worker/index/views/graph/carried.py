@@ -1,0 +1,473 @@
+"""What a graph build carries over from the graph of an earlier commit with the same paths.
+
+A file's references are resolved again only from the first phase (see `reads.Phase`) in
+which something it read may have changed: its own blob, the definitions of another file it
+read, a name it looked up, or the bindings or bases another file made. The first three are
+known from the two commits' blobs before resolving; the last two only once the file that
+makes them has been resolved again, so files are taken in the order a whole build takes
+them, and each file's carried state is put in place when the build passes it. What the
+graph holds is then the same as a whole build's.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from worker.index.views.graph.model import CommitGraph, NodeIds, Relation
+from worker.index.views.graph.reads import (
+    Phase,
+    ReadKind,
+    ReadTable,
+    definitions_key,
+    path_keys,
+)
+from worker.index.views.graph.scope import Scopes
+
+I64 = npt.NDArray[np.int64]
+ClassKey = tuple[int, str]
+_EVERY_PHASE: tuple[Phase, ...] = tuple(Phase)
+
+
+class StaleCarry(Exception):
+    """The carried graph does not fit the commit: it is built whole instead."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileImports:
+    """What a file's imports made (its first phase): bindings, wildcards, namespaces."""
+
+    bindings: dict[str, int]
+    wildcards: list[int]
+    namespaces: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class ResolutionState:
+    """What resolving a commit's graph read and made, kept beside the graph for the next."""
+
+    oids: npt.NDArray[np.uint8]
+    """Each file's blob id (file rows, 20 bytes each)."""
+    grammars: list[str | None]
+    """Each file's grammar (file rows), as resolving saw it."""
+    reads: ReadTable
+    imports: dict[int, FileImports]
+    """By file node, the files whose imports made something."""
+    bases: dict[int, dict[ClassKey, list[int]]]
+    """By file node, the bases of its classes that have any."""
+
+
+@dataclass(frozen=True, slots=True)
+class Previous:
+    """The graph of an earlier commit and the state resolving it left."""
+
+    graph: CommitGraph
+    state: ResolutionState
+
+
+@dataclass(frozen=True, slots=True)
+class Interfaces:
+    """Every file's definitions as resolving sees them, in entity order."""
+
+    names: list[str]
+    types: npt.NDArray[np.uint8]
+    parent: I64
+    """Each entity's parent node (a file node at the top of its file)."""
+    entity_path: I64
+    first_entity: int
+
+
+def entity_parents(graph: CommitGraph, first_entity: int) -> I64:
+    """Each entity's parent node, from the graph's containment edges."""
+    edges = graph.edges
+    parent = np.full(graph.n_nodes - first_entity, -1, dtype=np.int64)
+    contain = np.flatnonzero((edges.relation == Relation.CONTAIN) & (edges.target >= first_entity))
+    parent[edges.target[contain].astype(np.int64) - first_entity] = edges.source[contain]
+    return parent
+
+
+class Plan:
+    """Which files each phase resolves, and the carried state of the others put in place.
+
+    A whole build resolves every file and carries nothing (`Plan.whole`).
+    """
+
+    def __init__(
+        self,
+        scopes: Scopes,
+        dirty_from: dict[int, Phase] | None,
+        carried: ResolutionState | None,
+    ) -> None:
+        self._scopes = scopes
+        self.dirty_from = dirty_from
+        """The phase each file is resolved again from; None: every file, every phase."""
+        self._carried = carried
+        self._readers: dict[tuple[Phase, ReadKind, int], list[int]] = {}
+        if carried is not None:
+            reads = carried.reads
+            state_reads = np.flatnonzero(
+                (reads.kind == ReadKind.BINDINGS) | (reads.kind == ReadKind.BASES)
+            )
+            for reader, phase, kind, node in zip(
+                reads.reader[state_reads].tolist(),
+                reads.phase[state_reads].tolist(),
+                reads.kind[state_reads].tolist(),
+                reads.node[state_reads].tolist(),
+                strict=True,
+            ):
+                self._readers.setdefault((Phase(phase), ReadKind(kind), node), []).append(reader)
+        self.class_keys: dict[int, set[ClassKey]] = {}
+        """By file node, the keys of the classes its second phase gave bases."""
+
+    @staticmethod
+    def whole(scopes: Scopes) -> Plan:
+        return Plan(scopes, None, None)
+
+    def resolves(self, file: int, phase: Phase) -> bool:
+        """Whether `file`'s references of `phase` are resolved in this build."""
+        if self.dirty_from is None:
+            return True
+        start = self.dirty_from.get(file)
+        return start is not None and start <= phase
+
+    def resolving(self, files: I64, phase: Phase) -> npt.NDArray[np.bool_]:
+        """Whether each of `files` has its references of `phase` resolved in this build."""
+        if self.dirty_from is None:
+            return np.ones(len(files), dtype=bool)
+        picked = [file for file, start in self.dirty_from.items() if start <= phase]
+        return np.isin(files, np.asarray(picked, dtype=np.int64))
+
+    def files(self, phase: Phase, with_rows: list[int]) -> Iterator[int]:
+        """The files `phase` resolves, in node order (`with_rows`: the files with references
+        of this phase); carried state is put in place as each is reached."""
+        if self.dirty_from is None or self._carried is None:
+            yield from with_rows
+            return
+        carried_files = sorted(
+            self._carried.imports if phase == Phase.IMPORTS else self._carried.bases
+        )
+        placed = 0
+        pending = [f for f, start in self.dirty_from.items() if start <= phase]
+        heapq.heapify(pending)
+        last = -1
+        while pending:
+            file = heapq.heappop(pending)
+            if file == last:
+                continue
+            last = file
+            while placed < len(carried_files) and carried_files[placed] < file:
+                self._place(phase, carried_files[placed])
+                placed += 1
+            if placed < len(carried_files) and carried_files[placed] == file:
+                placed += 1  # resolved again: its carried state is replaced
+            yield file
+            for reader in self._changed_readers(phase, file):
+                heapq.heappush(pending, reader)
+        for rest in carried_files[placed:]:
+            self._place(phase, rest)
+
+    def _place(self, phase: Phase, file: int) -> None:
+        """Put a file's carried state of `phase` in place, unless it is resolved again."""
+        if self.resolves(file, phase):
+            return
+        assert self._carried is not None
+        if phase == Phase.IMPORTS:
+            made = self._carried.imports[file]
+            scope = self._scopes.files[file]
+            scope.bindings.update(made.bindings)
+            scope.wildcards.extend(made.wildcards)
+            scope.namespaces.extend(made.namespaces)
+        elif phase == Phase.BASES:
+            for key, bases in self._carried.bases[file].items():
+                self._scopes.bases[key].extend(bases)
+
+    def _changed_readers(self, phase: Phase, file: int) -> list[int]:
+        """When what `file` made in `phase` differs from what it made before: the files that
+        read it in this phase after it (returned, to resolve now), and in later phases
+        (marked to resolve from there)."""
+        assert self.dirty_from is not None
+        assert self._carried is not None
+        if phase == Phase.IMPORTS:
+            kind = ReadKind.BINDINGS
+            before = self._carried.imports.get(file)
+            scope = self._scopes.files.get(file)
+            now = scope.bindings if scope is not None else {}
+            same = (before.bindings if before is not None else {}) == now
+        elif phase == Phase.BASES:
+            kind = ReadKind.BASES
+            was = self._carried.bases.get(file, {})
+            made = {
+                key: self._scopes.bases[key]
+                for key in self.class_keys.get(file, set())
+                if self._scopes.bases.get(key)
+            }
+            same = was == made
+        else:
+            return []
+        if same:
+            return []
+        now_too = []
+        for later in _EVERY_PHASE[phase - 1 :]:
+            readers = self._readers.get((later, kind, file), [])
+            for reader in readers:
+                if later == phase:
+                    # Read in this phase before `file` was resolved: it read nothing yet.
+                    if reader > file and not self.resolves(reader, phase):
+                        self.dirty_from[reader] = phase
+                        now_too.append(reader)
+                elif not self.resolves(reader, later):
+                    self.dirty_from[reader] = later
+        return now_too
+
+    def state(
+        self, oids: npt.NDArray[np.uint8], grammars: list[str | None], reads: ReadTable
+    ) -> ResolutionState:
+        """The state this build leaves: what it resolved, and what it carried for the rest."""
+        scopes = self._scopes
+        imports: dict[int, FileImports] = {}
+        bases: dict[int, dict[ClassKey, list[int]]] = {}
+        carried = self._carried
+        if carried is not None:
+            for file, made in carried.imports.items():
+                if not self.resolves(file, Phase.IMPORTS):
+                    imports[file] = made
+            for file, by_key in carried.bases.items():
+                if not self.resolves(file, Phase.BASES):
+                    bases[file] = by_key
+        for file, scope in scopes.files.items():
+            if not self.resolves(file, Phase.IMPORTS):
+                continue
+            if scope.bindings or scope.wildcards or scope.namespaces:
+                imports[file] = FileImports(
+                    dict(scope.bindings), list(scope.wildcards), list(scope.namespaces)
+                )
+        for file, keys in self.class_keys.items():
+            if not self.resolves(file, Phase.BASES):
+                continue
+            found = {key: list(scopes.bases[key]) for key in keys if scopes.bases.get(key)}
+            if found:
+                bases[file] = found
+        if carried is not None and self.dirty_from is not None:
+            # Each reader's reads of the phases it was not resolved again in are kept.
+            last = int(carried.reads.reader.max(initial=0))
+            start = np.full(max(last, *self.dirty_from, 0) + 1, len(Phase) + 1, dtype=np.uint8)
+            start[list(self.dirty_from)] = list(self.dirty_from.values())
+            kept_rows = np.flatnonzero(carried.reads.phase < start[carried.reads.reader])
+            reads = ReadTable.concat([carried.reads.take(kept_rows), reads])
+        return ResolutionState(
+            oids=oids,
+            grammars=grammars,
+            reads=reads,
+            imports=dict(sorted(imports.items())),
+            bases=dict(sorted(bases.items())),
+        )
+
+
+def carry(
+    previous: Previous,
+    *,
+    directories: list[str],
+    paths: list[str],
+    oids: npt.NDArray[np.uint8],
+    grammars: list[str | None],
+    now: Interfaces,
+) -> tuple[dict[int, Phase], ResolutionState, I64]:
+    """What a build of a commit resolves again, given the graph of an earlier one; the state
+    it carries (in its node numbering); and each old node's new node (-1: gone)."""
+    old = previous.graph
+    ids = old.ids
+    state = previous.state
+    if not isinstance(ids, NodeIds) or len(state.oids) != len(ids.plain) - ids.n_dirs:
+        raise StaleCarry("the previous graph has no state of its files")
+    n_dirs, old_dirs = len(directories), ids.n_dirs
+    old_paths = ids.plain[old_dirs:]
+    first, old_first = n_dirs + len(paths), len(ids.plain)
+    node_map, new_row, old_bounds, new_bounds = _moved(old, ids, directories, paths, now)
+    kept_rows = np.flatnonzero(new_row >= 0)
+    same_blob = (state.oids[kept_rows] == oids[new_row[kept_rows]]).all(axis=1) & np.asarray(
+        [state.grammars[r] == grammars[new_row[r]] for r in kept_rows.tolist()], dtype=bool
+    )
+    changed = kept_rows[~same_blob]
+    gone = np.flatnonzero(new_row < 0)
+    came = sorted(set(range(len(paths))) - set(new_row[kept_rows].tolist()))
+    old_parent = entity_parents(old, old_first)
+    redefined = [old_dirs + r for r in gone.tolist()]
+    changed_names: set[str] = set()
+    for row in gone.tolist():
+        changed_names.update(
+            old.names[old_first + old_bounds[row] : old_first + old_bounds[row + 1]]
+        )
+    for row in came:
+        changed_names.update(now.names[new_bounds[row] : new_bounds[row + 1]])
+    for row in changed.tolist():
+        lo, hi = int(old_bounds[row]), int(old_bounds[row + 1])
+        nrow = int(new_row[row])
+        nlo, nhi = int(new_bounds[nrow]), int(new_bounds[nrow + 1])
+        was = _definitions(old.names, old.types, old_parent, old_first, range(lo, hi))
+        is_now = _definitions(
+            now.names, now.types, now.parent, first, range(nlo, nhi), entities=True
+        )
+        # A header read as C++ rather than C has other names seen across the commit.
+        if state.grammars[row] == grammars[nrow] and _same(was, is_now):
+            continue
+        redefined.append(old_dirs + row)
+        if state.grammars[row] == grammars[nrow]:
+            changed_names.update(_names_changed(was, is_now))
+        else:
+            changed_names.update(was[0] + is_now[0])
+        _renumber(node_map, was[0], old_first + lo, is_now[0], first + nlo)
+    new_rows = new_row[changed].tolist() + came
+    dirty_from = {n_dirs + row: Phase.IMPORTS for row in new_rows}
+    reads = state.reads
+    moved_paths = path_keys(
+        [old_paths[r] for r in gone.tolist()] + [paths[r] for r in came],
+        sorted(set(ids.plain[:old_dirs]).symmetric_difference(directories)),
+    )
+    # A package's definitions, read at once, change with any of its files'.
+    defined = [old_paths[node - old_dirs] for node in redefined] + [paths[r] for r in came]
+    moved_paths.update(definitions_key(path.rpartition("/")[0]) for path in defined)
+    stale = (reads.kind == ReadKind.FILE) & np.isin(reads.node, redefined)
+    stale |= (reads.kind == ReadKind.NAME) & _names_in(reads.name, changed_names)
+    stale |= (reads.kind == ReadKind.PATHS) & _names_in(reads.name, moved_paths)
+    for reader in np.unique(node_map[reads.reader[stale]]).tolist():
+        if reader >= 0:
+            dirty_from[reader] = Phase.IMPORTS
+    return dirty_from, _remapped(state, node_map), node_map
+
+
+def _moved(
+    old: CommitGraph, ids: NodeIds, directories: list[str], paths: list[str], now: Interfaces
+) -> tuple[I64, I64, I64, I64]:
+    """Each old node's new node (by path; an entity moves with its file's block), each old
+    file row's new row (-1: gone), and where each file's entities start, then and now."""
+    n_dirs, old_dirs = len(directories), ids.n_dirs
+    first, old_first = n_dirs + len(paths), len(ids.plain)
+    row_of = {path: row for row, path in enumerate(paths)}
+    new_row = np.asarray([row_of.get(path, -1) for path in ids.plain[old_dirs:]], dtype=np.int64)
+    dir_of = {path: node for node, path in enumerate(directories)}
+    node_map = np.full(old.n_nodes, -1, dtype=np.int64)
+    node_map[:old_dirs] = [dir_of.get(path, -1) for path in ids.plain[:old_dirs]]
+    node_map[old_dirs:old_first] = np.where(new_row >= 0, n_dirs + new_row, -1)
+    old_bounds = np.searchsorted(ids.entity_path, np.arange(len(new_row) + 1))
+    new_bounds = np.searchsorted(now.entity_path, np.arange(len(paths) + 1))
+    old_rows = ids.entity_path.astype(np.int64)
+    offset = np.arange(old.n_nodes - old_first, dtype=np.int64) - old_bounds[old_rows]
+    moved = first + new_bounds[np.maximum(new_row[old_rows], 0)] + offset
+    node_map[old_first:] = np.where(new_row[old_rows] >= 0, moved, -1)
+    return node_map, new_row, old_bounds, new_bounds
+
+
+_Definitions = tuple[list[str], npt.NDArray[np.uint8], I64]
+
+
+def _definitions(
+    names: list[str],
+    types: npt.NDArray[np.uint8],
+    parent: I64,
+    first: int,
+    block: range,
+    *,
+    entities: bool = False,
+) -> _Definitions:
+    """A file's definitions (a block of entity rows): names, types and parents in the block
+    (-1: the file). `names` and `types` are of every node unless `entities`."""
+    lo, hi = block.start, block.stop
+    at = 0 if entities else first
+    return (
+        names[at + lo : at + hi],
+        types[at + lo : at + hi],
+        _local(parent[lo:hi], first + lo),
+    )
+
+
+def _same(was: _Definitions, now: _Definitions) -> bool:
+    return was[0] == now[0] and np.array_equal(was[1], now[1]) and np.array_equal(was[2], now[2])
+
+
+def _names_changed(was: _Definitions, now: _Definitions) -> set[str]:
+    """The names a file defines otherwise than before: more or fewer times, of another type,
+    or at another depth (what a look across the commit at a name may see)."""
+    before = Counter(zip(was[0], was[1].tolist(), (was[2] < 0).tolist(), strict=True))
+    after = Counter(zip(now[0], now[1].tolist(), (now[2] < 0).tolist(), strict=True))
+    return {name for name, _, _ in (before - after) + (after - before)}
+
+
+def _renumber(node_map: I64, was: list[str], old_start: int, now: list[str], start: int) -> None:
+    """A redefined file's old entities' new nodes, by id (`Name#k`) where they still exist."""
+    node_map[old_start : old_start + len(was)] = -1
+    by_id = {rank_id: old_start + i for i, rank_id in enumerate(_ranked(was))}
+    for i, rank_id in enumerate(_ranked(now)):
+        old = by_id.get(rank_id)
+        if old is not None:
+            node_map[old] = start + i
+
+
+def _local(parent: I64, first: int) -> I64:
+    """Parents as offsets in their file's block (-1: the file)."""
+    return np.where(parent >= first, parent - first, -1)
+
+
+def _ranked(names: list[str]) -> list[tuple[str, int]]:
+    """Each of a file's entities as its name and its rank among those of that name (the
+    entity ids of `NodeIds`, without the path)."""
+    seen: dict[str, int] = {}
+    ranked = []
+    for name in names:
+        rank = seen.get(name, 0)
+        seen[name] = rank + 1
+        ranked.append((name, rank))
+    return ranked
+
+
+def _names_in(names: pa.Array, wanted: set[str]) -> npt.NDArray[np.bool_]:
+    if not wanted or not len(names):
+        return np.zeros(len(names), dtype=bool)
+    hits = pa.compute.is_in(names, value_set=pa.array(sorted(wanted), pa.string()))
+    found: npt.NDArray[np.bool_] = hits.fill_null(False).to_numpy(zero_copy_only=False)
+    return found
+
+
+def _remapped(state: ResolutionState, node_map: I64) -> ResolutionState:
+    """The state in the new node numbering: files gone are left out, and nodes gone are -1."""
+
+    def new(node: int) -> int:
+        return int(node_map[node]) if node >= 0 else node
+
+    reads = state.reads
+    reader = node_map[reads.reader]
+    live = np.flatnonzero(reader >= 0)
+    reads = reads.take(live)
+    renumbered = ReadTable(
+        reader=reader[live].astype(np.int32),
+        phase=reads.phase,
+        kind=reads.kind,
+        node=np.where(reads.node >= 0, node_map[np.maximum(reads.node, 0)], -1).astype(np.int32),
+        name=reads.name,
+    )
+    return ResolutionState(
+        oids=state.oids,
+        grammars=state.grammars,
+        reads=renumbered,
+        imports={
+            new(file): FileImports(
+                {name: new(node) for name, node in made.bindings.items()},
+                [new(n) for n in made.wildcards],
+                list(made.namespaces),
+            )
+            for file, made in state.imports.items()
+            if new(file) >= 0
+        },
+        bases={
+            new(file): {
+                (new(file), key[1]): [new(n) for n in nodes] for key, nodes in by_key.items()
+            }
+            for file, by_key in state.bases.items()
+            if new(file) >= 0
+        },
+    )

@@ -1,0 +1,228 @@
+"""What resolving each file's references read: the record an incremental graph build needs.
+
+Resolution runs in three phases (imports bind names, then bases are found, then calls), and
+what a file's references mean in a phase depends on its own blob and on what it reads of the
+rest of the commit: another file's definitions, a name defined once in the commit, another
+file's import bindings, the bases of another file's classes. A later commit re-resolves a
+file from the first phase whose reads may have changed, and keeps the rest.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+
+class Phase(enum.IntEnum):
+    """The resolution phases, in the order they run."""
+
+    IMPORTS = 1
+    BASES = 2
+    CALLS = 3
+
+
+class ReadKind(enum.IntEnum):
+    """What a read was of."""
+
+    FILE = 0
+    """Another file's definitions (its blob's entities)."""
+    NAME = 1
+    """Which definitions of a (qualified) name the commit has."""
+    BINDINGS = 2
+    """Another file's import bindings (what its first phase made)."""
+    BASES = 3
+    """The bases of another file's classes (what its second phase made)."""
+    PATHS = 4
+    """Which paths the commit has, as a key that any path the lookup may find shares (see
+    `path_keys`)."""
+
+
+def file_key(path: str) -> str:
+    """The key of looking a file up by path: its base name (a lookup by suffix finds only
+    files of that name)."""
+    return "b:" + path.rpartition("/")[2]
+
+
+def directory_key(path: str) -> str:
+    """The key of looking a directory up by path (or by a suffix of it): its base name."""
+    return "n:" + path.rpartition("/")[2]
+
+
+def definitions_key(directory: str) -> str:
+    """The key of reading the definitions of every file of a directory (a Go or Kotlin
+    package) at once."""
+    return "d:" + directory
+
+
+def listing_key(directory: str) -> str:
+    """The key of listing a directory's files and subdirectories ("" is the root)."""
+    return "c:" + directory
+
+
+def module_key(module: str) -> str:
+    """The key of looking a Python module up by dotted name (`a.b.c`): its last part, the name
+    of a file `c.py` or of a package `c/`."""
+    return "m:" + module.rpartition(".")[2]
+
+
+def path_keys(files: list[str], directories: list[str]) -> set[str]:
+    """Every key whose lookups may find something else once these files and directories
+    come or go."""
+    keys: set[str] = set()
+    for path in files:
+        folder, _, name = path.rpartition("/")
+        keys.update((file_key(path), listing_key(folder)))
+        if name.endswith(".py"):
+            stem = name.removesuffix(".py")
+            keys.add(module_key(folder.rpartition("/")[2] if stem == "__init__" else stem))
+    for path in directories:
+        keys.update((directory_key(path), listing_key(path.rpartition("/")[0])))
+        keys.add(module_key(path.rpartition("/")[2]))
+    return keys
+
+
+Key = int | str
+"""A read, compact (a file's state is `node * 4 + kind`; a name is `=name`; a path key is
+itself): millions are made in a large tree, and tuples would keep the collector busy."""
+NODE_KINDS: Final = 4
+
+
+class Reads:
+    """The reads of each (file, phase) while resolving, and of remembered lookups."""
+
+    def __init__(self) -> None:
+        self.by_reader: dict[tuple[int, Phase], set[Key]] = {}
+        self._at: tuple[int, Phase] | None = None
+        self._open: list[set[Key]] = [set()]
+        self.current: set[Key] = self._open[0]
+        """Where a read is recorded now (see `file`, `name`, `path`)."""
+
+    def at(self, file: int, phase: Phase) -> None:
+        """Record what follows as read by `file` in `phase`."""
+        if self._at != (file, phase):
+            self._at = (file, phase)
+            self._open = [self.by_reader.setdefault((file, phase), set())]
+            self.current = self._open[0]
+
+    def file(self, kind: ReadKind, node: int) -> None:
+        """Record a read of a file's state: its definitions, bindings or bases.
+
+        A file's reads of its own are kept here (a remembered lookup replays them into
+        other files) and left out of `read_table`: a file's own state is resolved with it.
+        """
+        self.current.add(node * NODE_KINDS + kind)
+
+    def name(self, qualified: str) -> None:
+        """Record a look at the definitions of a (qualified) name across the commit."""
+        self.current.add("=" + qualified)
+
+    def path(self, key: str) -> None:
+        """Record a lookup of the commit's paths, by its key (see `path_keys`)."""
+        self.current.add(key)
+
+    def replay(self, keys: set[Key]) -> None:
+        """Record the reads a remembered lookup made when it was first made."""
+        self.current.update(keys)
+
+    def open(self) -> None:
+        """Collect the reads that follow apart (to remember with a lookup) until `close`."""
+        self.current = set()
+        self._open.append(self.current)
+
+    def close(self) -> set[Key]:
+        """The reads collected since `open`; they are recorded as made here too."""
+        inner = self._open.pop()
+        self.current = self._open[-1]
+        self.current.update(inner)
+        return inner
+
+
+@dataclass(frozen=True, slots=True)
+class ReadTable:
+    """Reads as columns: who read (file node, phase), what kind, and of what."""
+
+    reader: npt.NDArray[np.int32]
+    phase: npt.NDArray[np.uint8]
+    kind: npt.NDArray[np.uint8]
+    node: npt.NDArray[np.int32]
+    """The file read (-1 for a name)."""
+    name: pa.Array
+    """The name read (null for a file)."""
+
+    @staticmethod
+    def empty() -> ReadTable:
+        return ReadTable.of([], [], [], [], [])
+
+    @staticmethod
+    def of(
+        reader: list[int],
+        phase: list[int],
+        kind: list[int],
+        node: list[int],
+        name: list[str | None],
+    ) -> ReadTable:
+        return ReadTable(
+            reader=np.asarray(reader, dtype=np.int32),
+            phase=np.asarray(phase, dtype=np.uint8),
+            kind=np.asarray(kind, dtype=np.uint8),
+            node=np.asarray(node, dtype=np.int32),
+            name=pa.array(name, pa.string()),
+        )
+
+    def __len__(self) -> int:
+        return len(self.reader)
+
+    def take(self, rows: npt.NDArray[np.int64]) -> ReadTable:
+        """The rows picked."""
+        return ReadTable(
+            reader=self.reader[rows],
+            phase=self.phase[rows],
+            kind=self.kind[rows],
+            node=self.node[rows],
+            name=self.name.take(pa.array(rows, pa.int64())),
+        )
+
+    @staticmethod
+    def concat(parts: list[ReadTable]) -> ReadTable:
+        parts = [p for p in parts if len(p)] or [ReadTable.empty()]
+        return ReadTable(
+            reader=np.concatenate([p.reader for p in parts]),
+            phase=np.concatenate([p.phase for p in parts]),
+            kind=np.concatenate([p.kind for p in parts]),
+            node=np.concatenate([p.node for p in parts]),
+            name=pa.concat_arrays([p.name.cast(pa.string()) for p in parts]),
+        )
+
+
+def read_table(reads: Reads) -> ReadTable:
+    """The recorded reads as columns, without each file's reads of its own state."""
+    reader: list[int] = []
+    phase: list[int] = []
+    kind: list[int] = []
+    node: list[int] = []
+    name: list[str | None] = []
+    for (file, at), keys in reads.by_reader.items():
+        for key in keys:
+            if isinstance(key, int):
+                read, what = divmod(key, NODE_KINDS)
+                if read == file:
+                    continue
+                node.append(read)
+                name.append(None)
+            elif key[0] == "=":
+                what = ReadKind.NAME
+                node.append(-1)
+                name.append(key[1:])
+            else:
+                what = ReadKind.PATHS
+                node.append(-1)
+                name.append(key)
+            reader.append(file)
+            phase.append(int(at))
+            kind.append(int(what))
+    return ReadTable.of(reader, phase, kind, node, name)
