@@ -5,6 +5,14 @@
                                      start_line, end_line       (node order)
     <commit dir>/graph_edges.arrow   source, target, relation   (by source, target, relation)
 
+and what resolving it read and made, for the build of a later commit to carry over (see
+`worker.index.views.graph.carried`):
+
+    <commit dir>/graph_files.arrow   oid, grammar                         (file rows)
+    <commit dir>/graph_reads.arrow   reader, phase, kind, node, name
+    <commit dir>/graph_imports.arrow file, what, name, node   (bindings, wildcards, namespaces)
+    <commit dir>/graph_bases.arrow   file, class, base        (each class's bases in order)
+
 A graph is built from the commit's index (see `worker.index.views.graph`), so it is written
 after the view it is of; readers without it build it themselves.
 """
@@ -21,13 +29,18 @@ import numpy as np
 import pyarrow as pa
 
 from worker.index.store.segment import FORMAT_VERSION, read_table, write_table
+from worker.index.views.graph.carried import FileImports, ResolutionState
 from worker.index.views.graph.model import CommitGraph, Edges, NodeIds
+from worker.index.views.graph.reads import ReadTable
 
-GRAPH_FILES = ("graph_nodes.arrow", "graph_edges.arrow", "graph.json")
+STATE_FILES = ("graph_files.arrow", "graph_reads.arrow", "graph_imports.arrow", "graph_bases.arrow")
+GRAPH_FILES = ("graph_nodes.arrow", "graph_edges.arrow", *STATE_FILES, "graph.json")
+_BINDING, _WILDCARD, _NAMESPACE = 0, 1, 2
 
 
-def write_graph(commit_dir: Path, graph: CommitGraph) -> None:
-    """Store a commit's graph in its directory; the JSON, written last, publishes it."""
+def write_graph(commit_dir: Path, graph: CommitGraph, state: ResolutionState | None = None) -> None:
+    """Store a commit's graph (and the state resolving it left) in its directory; the JSON,
+    written last, publishes it."""
     ids = graph.ids
     assert isinstance(ids, NodeIds)
     n_plain = len(ids.plain)
@@ -51,13 +64,17 @@ def write_graph(commit_dir: Path, graph: CommitGraph) -> None:
             "relation": graph.edges.relation,
         }
     )
-    for name, table in (("graph_nodes.arrow", nodes), ("graph_edges.arrow", edges)):
+    tables = [("graph_nodes.arrow", nodes), ("graph_edges.arrow", edges)]
+    if state is not None:
+        tables += list(zip(STATE_FILES, _state_tables(state), strict=True))
+    for name, table in tables:
         fd, tmp = tempfile.mkstemp(dir=commit_dir, prefix=f".{name}.")
         os.close(fd)
         write_table(Path(tmp), table)
         os.replace(tmp, commit_dir / name)
     meta: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
+        "state": state is not None,
         "n_dirs": ids.n_dirs,
         "n_files": n_plain - ids.n_dirs,
         "n_nodes": graph.n_nodes,
@@ -108,3 +125,97 @@ def _decoded(column: pa.ChunkedArray) -> list[str]:
     encoded = column.combine_chunks()  # `write_graph` dictionary-encodes the paths
     distinct: list[str] = encoded.dictionary.to_pylist()
     return [distinct[i] for i in encoded.indices.to_numpy(zero_copy_only=False).tolist()]
+
+
+def _state_tables(state: ResolutionState) -> list[pa.Table]:
+    files = pa.table(
+        {
+            "oid": pa.FixedSizeBinaryArray.from_buffers(
+                pa.binary(20), len(state.oids), [None, pa.py_buffer(state.oids.tobytes())]
+            ),
+            "grammar": pa.array(state.grammars, pa.string()).dictionary_encode(),
+        }
+    )
+    reads = state.reads
+    read_rows = pa.table(
+        {
+            "reader": reads.reader,
+            "phase": reads.phase,
+            "kind": reads.kind,
+            "node": reads.node,
+            "name": reads.name.cast(pa.string()).dictionary_encode(),
+        }
+    )
+    rows: list[tuple[int, int, str | None, int]] = []
+    for owner, made in state.imports.items():
+        rows += [(owner, _BINDING, bound, target) for bound, target in made.bindings.items()]
+        rows += [(owner, _WILDCARD, None, target) for target in made.wildcards]
+        rows += [(owner, _NAMESPACE, namespace, -1) for namespace in made.namespaces]
+    imports = pa.table(
+        {
+            "file": pa.array([r[0] for r in rows], pa.int32()),
+            "what": pa.array([r[1] for r in rows], pa.uint8()),
+            "name": pa.array([r[2] for r in rows], pa.string()),
+            "node": pa.array([r[3] for r in rows], pa.int32()),
+        }
+    )
+    base_list = [
+        (owner, qualified, base)
+        for owner, by_class in state.bases.items()
+        for (_, qualified), nodes in by_class.items()
+        for base in nodes
+    ]
+    base_rows = pa.table(
+        {
+            "file": pa.array([r[0] for r in base_list], pa.int32()),
+            "class": pa.array([r[1] for r in base_list], pa.string()),
+            "base": pa.array([r[2] for r in base_list], pa.int32()),
+        }
+    )
+    return [files, read_rows, imports, base_rows]
+
+
+def read_graph_state(commit_dir: Path) -> ResolutionState | None:
+    """The state resolving a commit's stored graph left, or None when none was stored."""
+    try:
+        meta = json.loads((commit_dir / "graph.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if meta.get("format_version") != FORMAT_VERSION or not meta.get("state"):
+        return None
+    files, reads, imports, bases = (
+        read_table(commit_dir / name, whole=True) for name in STATE_FILES
+    )
+    oid_column = files.column("oid").combine_chunks()
+    oids = np.frombuffer(oid_column.buffers()[1], dtype=np.uint8)[
+        oid_column.offset * 20 : (oid_column.offset + len(oid_column)) * 20
+    ].reshape(-1, 20)
+    made: dict[int, FileImports] = {}
+    for owner, what, name, node in zip(
+        *(imports.column(c).to_pylist() for c in ("file", "what", "name", "node")), strict=True
+    ):
+        entry = made.setdefault(owner, FileImports({}, [], []))
+        if what == _BINDING:
+            entry.bindings[name] = node
+        elif what == _WILDCARD:
+            entry.wildcards.append(node)
+        else:
+            entry.namespaces.append(name)
+    by_file: dict[int, dict[tuple[int, str], list[int]]] = {}
+    for owner, qualified, base in zip(
+        *(bases.column(c).to_pylist() for c in ("file", "class", "base")), strict=True
+    ):
+        by_file.setdefault(owner, {}).setdefault((owner, qualified), []).append(base)
+    return ResolutionState(
+        oids=oids,
+        grammars=files.column("grammar").to_pylist(),
+        reads=ReadTable(
+            reader=reads.column("reader").to_numpy(),
+            phase=reads.column("phase").to_numpy(),
+            kind=reads.column("kind").to_numpy(),
+            node=reads.column("node").to_numpy(),
+            name=reads.column("name").combine_chunks().dictionary_decode(),
+        ),
+        imports=made,
+        bases=by_file,
+    )
