@@ -264,7 +264,9 @@ class Mirror:
             default_ref = self._default_ref(entry, repo)
             head = str(repo.references[default_ref].peel(pygit2.Commit).id)
             try:
-                timings = self._index(entry, repo, head)
+                timings = self._index(
+                    entry, repo, head, previous.indexed_commit if previous else None
+                )
                 history_seconds = self._record_history(entry, repo)
                 root_license = self._identify_licenses(entry.name, repo, head)
             except SyncError:
@@ -354,7 +356,7 @@ class Mirror:
                     repo=entry.name,
                     revision=revision,
                 )
-            self._index(entry, repo, commit)
+            self._index(entry, repo, commit, state.indexed_commit)
             if commit == state.head:
                 self.layout.write_state(msgspec.structs.replace(state, indexed_commit=commit))
         return commit, time.monotonic() - started
@@ -467,12 +469,20 @@ class Mirror:
         repo.set_head(target)
         return target
 
-    def _index(self, entry: RepoEntry, repo: pygit2.Repository, commit: str) -> _IndexTimings:
+    def _index(
+        self,
+        entry: RepoEntry,
+        repo: pygit2.Repository,
+        commit: str,
+        previous_commit: str | None = None,
+    ) -> _IndexTimings:
         """Store the index of `commit`, every view of it (only changed blobs cost), then the
-        entity graph the index gives."""
+        entity graph the index gives (resolving again only what may differ from the graph of
+        `previous_commit`, when it is stored)."""
         from worker.index import IndexStore, build_commit_index
-        from worker.index.store.graph_tables import write_graph
+        from worker.index.store.graph_tables import read_graph, read_graph_state, write_graph
         from worker.index.views.graph.build import build_graph
+        from worker.index.views.graph.carried import Previous
 
         workers = self._index_workers()
         max_blob_bytes = self.config.server.max_blob_bytes
@@ -490,7 +500,21 @@ class Mirror:
         index = IndexStore(self.layout.root).open(
             entry.name, repo, commit, deadline=time.monotonic() + 3600
         )
-        write_graph(commit_dir, build_graph(index).graph)
+        previous = None
+        if previous_commit is not None and previous_commit != commit:
+            previous_dir = commit_dir.parent / previous_commit
+            graph, state = read_graph(previous_dir), read_graph_state(previous_dir)
+            previous = Previous(graph, state) if graph is not None and state is not None else None
+        built = build_graph(index, previous)
+        write_graph(commit_dir, built.graph, built.state)
+        log.info(
+            "mirror.graph_built",
+            repo=entry.name,
+            commit=commit,
+            files=built.files,
+            resolved=built.resolved,
+            seconds=round(built.seconds, 3),
+        )
         return _IndexTimings(
             seconds=indexed - started, workers=workers, graph_seconds=time.monotonic() - indexed
         )

@@ -5,19 +5,24 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pygit2
 import pytest
+from structlog.testing import capture_logs
 
 from tests.support.cache import SAMPLE_FILES
 from tests.support.gateways import free_port
 from tests.support.gitrepos import commit, init_repo
 from tests.worker.licenses.conftest import license_text
 from worker.config import ConfigError
+from worker.index import IndexStore
 from worker.index.store.graph_tables import read_graph
 from worker.index.store.history import current_generation, read_records
+from worker.index.views.graph.build import build_graph
 from worker.licenses.identify import TextLicense
 from worker.mirror.sync import Mirror, SyncError, SyncResult
 from worker.repos.catalog import RepoCatalog
@@ -77,6 +82,29 @@ def test_sync_mirrors_full_history(tmp_path: Path) -> None:
     graph = read_graph(tmp_path / "cache" / "index" / "acme" / "tool" / "commits" / head)
     assert graph is not None
     assert graph.n_nodes > 0
+
+
+def test_a_new_head_carries_the_graph_of_the_last(tmp_path: Path) -> None:
+    """Syncing a new head resolves again only what its commit may change, and stores the
+    graph a whole build gives."""
+    source = source_repo(tmp_path / "src")
+    mirror, _ = synced_mirror(tmp_path)
+    commit(source, {"sample/extra.py": "def extra():\n    return 2\n"}, message="third")
+    with capture_logs() as logs:
+        (result,) = mirror.sync()
+    (built,) = [e for e in logs if e["event"] == "mirror.graph_built"]
+    assert 0 < built["resolved"] < built["files"]
+    cache = tmp_path / "cache"
+    stored = read_graph(cache / "index" / "acme" / "tool" / "commits" / result.head)
+    assert stored is not None
+    mirrored = pygit2.Repository(str(CacheLayout(cache).repo_dir("acme/tool")))
+    index = IndexStore(cache).open(
+        "acme/tool", mirrored, result.head, deadline=time.monotonic() + 60
+    )
+    whole = build_graph(index).graph
+    assert stored.names == whole.names
+    for column in ("source", "target", "relation"):
+        assert np.array_equal(getattr(stored.edges, column), getattr(whole.edges, column))
 
 
 @pytest.fixture
