@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -22,7 +21,6 @@ import structlog
 
 from worker.index.analysis.distinct import distinct
 from worker.index.analysis.grammars import grammar_of
-from worker.index.store.segment import Segment
 from worker.index.views.graph.carried import (
     Interfaces,
     Plan,
@@ -31,20 +29,20 @@ from worker.index.views.graph.carried import (
     StaleCarry,
     carry,
 )
+from worker.index.views.graph.gathered import Gathered
+from worker.index.views.graph.imports import IMPORT_READERS, no_import
 from worker.index.views.graph.model import (
     CommitGraph,
     Edges,
     EntityType,
     NodeIds,
     Relation,
-    entity_type,
 )
 from worker.index.views.graph.reads import (
     Phase,
     ReadKind,
     Reads,
     ReadTable,
-    directory_key,
     file_key,
     read_table,
 )
@@ -64,8 +62,6 @@ _SUPER_WORDS: Final = frozenset(SUPER_NAMES.values())
 _ARROW_SELF: Final = frozenset({"this", "$this"})
 """What may start a `->` chain the graph resolves (C++ `this->x`, PHP `$this->x`); any other
 object's type is unknown."""
-_CPP_ONLY_KINDS: Final = pa.array(["class_specifier", "namespace_definition"], pa.string())
-"""Definitions C's grammar has no node for: a file holding one was parsed as C++."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,213 +74,6 @@ class GraphBuild:
     state: ResolutionState
     resolved: int
     """Files whose references were resolved (all of them, unless carried over)."""
-
-
-class _Gathered:
-    """The entities and references of every path of a commit, as arrays in node order.
-
-    Entities are numbered after directories and files, path by path in path order, each
-    path's in pre-order (as its blob's analysis stored them).
-    """
-
-    def __init__(self, index: CommitIndex, first_entity: int, file_node: I64) -> None:
-        segments = index.segments
-        seg_of_path = index.path_segment.astype(np.int64)
-        blob_of_path = index.path_blob.astype(np.int64)
-        n_paths = len(seg_of_path)
-        self.n_lines = np.zeros(n_paths, dtype=np.int64)
-        entity_parts: list[tuple[I64, I64, int]] = []
-        reference_parts: list[tuple[I64, I64, int]] = []
-        for seg_index, segment in enumerate(segments):
-            rows = np.flatnonzero(seg_of_path == seg_index)
-            if not len(rows):
-                continue
-            blobs = blob_of_path[rows]
-            lines = segment.tables.blobs.column("n_lines").to_numpy()
-            self.n_lines[rows] = lines[blobs]
-            for starts, counts, parts in (
-                (segment.blob_entity_start, segment.blob_entity_count, entity_parts),
-                (segment.blob_reference_start, segment.blob_reference_count, reference_parts),
-            ):
-                start = starts[blobs].astype(np.int64)
-                count = counts[blobs].astype(np.int64)
-                picked = np.repeat(start, count) + _ranges(count)
-                parts.append((np.repeat(rows, count), picked, seg_index))
-        self._entities(segments, blob_of_path, _concat_parts(entity_parts), first_entity, file_node)
-        self._references(segments, blob_of_path, _concat_parts(reference_parts), file_node)
-
-    def _entities(
-        self,
-        segments: Sequence[Segment],
-        blob_of_path: I64,
-        parts: tuple[I64, I64, I64],
-        first_entity: int,
-        file_node: I64,
-    ) -> None:
-        # By path row (stable: each path's in their stored order).
-        owner, picked, seg = parts
-        order = np.argsort(owner, kind="stable")
-        owner, picked, seg = owner[order], picked[order], seg[order]
-        self.entity_path = owner
-        n = len(owner)
-        self.first_entity = first_entity
-        nodes = first_entity + np.arange(n, dtype=np.int64)
-        # Each path's first entity node: where its run starts.
-        run_start = np.zeros(n, dtype=np.int64)
-        if n:
-            new_run = np.ones(n, dtype=bool)
-            new_run[1:] = owner[1:] != owner[:-1]
-            starts = np.flatnonzero(new_run)
-            run_start = np.repeat(nodes[starts], np.diff(np.append(starts, n)))
-        parent = np.full(n, -1, dtype=np.int64)
-        start_line = np.zeros(n, dtype=np.int64)
-        end_line = np.zeros(n, dtype=np.int64)
-        kinds: list[pa.Array] = []
-        names: list[pa.Array] = []
-        position = np.zeros(n, dtype=np.int64)
-        offset = 0
-        for seg_index, segment in enumerate(segments):
-            mine = np.flatnonzero(seg == seg_index)
-            if not len(mine):
-                continue
-            table = segment.scanned("entities")
-            rows = picked[mine]
-            local_parent = table.column("parent").to_numpy()[rows].astype(np.int64)
-            first_of_blob = segment.blob_entity_start[blob_of_path[owner[mine]]].astype(np.int64)
-            parent[mine] = np.where(
-                local_parent >= 0, run_start[mine] + (local_parent - first_of_blob), -1
-            )
-            start_line[mine] = table.column("start_line").to_numpy()[rows]
-            end_line[mine] = table.column("end_line").to_numpy()[rows]
-            taken = pa.array(rows)
-            names.append(table.column("name").take(taken).combine_chunks())
-            kinds.append(_decoded_array(table.column("kind")).take(taken))
-            position[offset : offset + len(mine)] = mine
-            offset += len(mine)
-        back = np.argsort(position[:offset], kind="stable")
-        self.entity_parent = np.where(parent >= 0, parent, file_node[owner])
-        self.entity_top = parent < 0
-        self.start_line = start_line
-        self.end_line = end_line
-        self.name_array: pa.Array = (
-            pa.concat_arrays(names).take(pa.array(back)) if names else pa.array([], pa.string())
-        )
-        self.names: list[str] = self.name_array.to_pylist()
-        kind_array = (
-            pa.concat_arrays(kinds).take(pa.array(back)) if kinds else pa.array([], pa.string())
-        )
-        self.types = _entity_types(kind_array)
-        cpp_only = pc.is_in(kind_array, value_set=_CPP_ONLY_KINDS).to_numpy(zero_copy_only=False)
-        self.cpp_paths: I64 = distinct(owner[cpp_only])
-        """Path rows with a definition only C++'s grammar finds: a `.h` among them is C++."""
-
-    def _references(
-        self,
-        segments: Sequence[Segment],
-        blob_of_path: I64,
-        parts: tuple[I64, I64, I64],
-        file_node: I64,
-    ) -> None:
-        # By path row; holders become nodes.
-        first_entity = self.first_entity
-        r_owner, r_picked, r_seg = parts
-        order = np.argsort(r_owner, kind="stable")
-        r_owner, r_picked, r_seg = r_owner[order], r_picked[order], r_seg[order]
-        self.reference_path = r_owner
-        holder = np.zeros(len(r_owner), dtype=np.int64)
-        relation = np.zeros(len(r_owner), dtype=np.uint8)
-        columns: dict[str, list[pa.Array]] = {"target": [], "name": [], "alias": []}
-        position = np.zeros(len(r_owner), dtype=np.int64)
-        offset = 0
-        for seg_index, segment in enumerate(segments):
-            mine = np.flatnonzero(r_seg == seg_index)
-            if not len(mine):
-                continue
-            table = segment.scanned("references")
-            rows = r_picked[mine]
-            local = table.column("entity").to_numpy()[rows].astype(np.int64)
-            first_of_blob = segment.blob_entity_start[blob_of_path[r_owner[mine]]].astype(np.int64)
-            # The holder's node: its path's first entity node plus its place in the blob.
-            first_node = np.searchsorted(self.entity_path, r_owner[mine]) + first_entity
-            holder[mine] = np.where(
-                local >= 0, first_node + (local - first_of_blob), file_node[r_owner[mine]]
-            )
-            relation_column = table.column("relation")
-            codes = _relation_codes(relation_column)
-            relation[mine] = codes[rows]
-            taken = pa.array(rows)
-            for name, pieces in columns.items():
-                pieces.append(table.column(name).take(taken).combine_chunks())
-            position[offset : offset + len(mine)] = mine
-            offset += len(mine)
-        back = pa.array(np.argsort(position[:offset], kind="stable"))
-        self.holder = holder
-        self.relation = relation
-        self.target_array = (
-            pa.concat_arrays(columns["target"]).take(back)
-            if columns["target"]
-            else pa.array([], pa.string())
-        )
-        self.target: list[str | None] = self.target_array.to_pylist()
-        self.imported = _joined(columns["name"], back)
-        self.alias = _joined(columns["alias"], back)
-
-
-def _ranges(count: I64) -> I64:
-    """0..count-1 for each count, concatenated."""
-    total = int(count.sum())
-    if not total:
-        return np.zeros(0, dtype=np.int64)
-    starts = np.repeat(np.cumsum(count) - count, count)
-    return np.arange(total, dtype=np.int64) - starts
-
-
-def _concat_parts(parts: list[tuple[I64, I64, int]]) -> tuple[I64, I64, I64]:
-    """The parts' owners, rows and segments, each as one array."""
-    empty = np.zeros(0, dtype=np.int64)
-    return (
-        np.concatenate([empty] + [p[0] for p in parts]),
-        np.concatenate([empty] + [p[1] for p in parts]),
-        np.concatenate([empty] + [np.full(len(p[0]), p[2], np.int64) for p in parts]),
-    )
-
-
-def _decoded_array(column: pa.ChunkedArray) -> pa.Array:
-    array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-    if pa.types.is_dictionary(array.type):
-        array = array.dictionary_decode()
-    return array
-
-
-def _entity_types(kinds: pa.Array) -> npt.NDArray[np.uint8]:
-    """Each definition's `EntityType`, by parser kind (each distinct kind mapped once)."""
-    encoded = kinds.dictionary_encode()
-    by_kind = [int(entity_type(kind)) for kind in encoded.dictionary.to_pylist()]
-    mapping = np.asarray(by_kind or [0], dtype=np.uint8)
-    types: npt.NDArray[np.uint8] = mapping[
-        encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    ]
-    return types
-
-
-def _relation_codes(column: pa.ChunkedArray) -> npt.NDArray[np.uint8]:
-    """Each row's relation as `Relation` (the stored names mapped)."""
-    array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-    if not pa.types.is_dictionary(array.type):
-        array = array.dictionary_encode()
-    by_name = {"import": Relation.IMPORT, "invoke": Relation.INVOKE, "inherit": Relation.INHERIT}
-    names: list[str] = array.dictionary.to_pylist()
-    mapping = np.asarray([int(by_name[v]) for v in names] or [0], dtype=np.uint8)
-    codes: npt.NDArray[np.uint8] = mapping[
-        array.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    ]
-    return codes
-
-
-def _joined(parts: list[pa.Array], back: pa.Array) -> list[str | None]:
-    if not parts:
-        return []
-    return pa.concat_arrays(parts).take(back).to_pylist()  # type: ignore[no-any-return]
 
 
 def build_graph(index: CommitIndex, previous: Previous | None = None) -> GraphBuild:
@@ -313,7 +102,7 @@ def _build(index: CommitIndex, previous: Previous | None, started: float) -> Gra
     n_dirs = len(directories)
     file_nodes = {p: n_dirs + i for i, p in enumerate(paths)}
     file_node = n_dirs + np.arange(len(paths), dtype=np.int64)
-    data = _Gathered(index, n_dirs + len(paths), file_node)
+    data = Gathered(index, n_dirs + len(paths), file_node)
     dir_parent = [dir_nodes.get(d.rpartition("/")[0], -1) for d in directories]
     file_parent = [dir_nodes.get(p.rpartition("/")[0], -1) for p in paths]
     types = np.concatenate(
@@ -425,7 +214,7 @@ def _build(index: CommitIndex, previous: Previous | None, started: float) -> Gra
 
 def _plan(
     scopes: Scopes,
-    data: _Gathered,
+    data: Gathered,
     previous: Previous | None,
     *,
     directories: list[str],
@@ -488,7 +277,7 @@ class _Found:
 
 def _resolve(
     scopes: Scopes,
-    data: _Gathered,
+    data: Gathered,
     plan: Plan,
     *,
     file_node: I64,
@@ -499,15 +288,15 @@ def _resolve(
 ) -> tuple[I64, ReadTable]:
     """Edge keys of every reference the plan resolves, and the reads of C's plain calls:
     imports first (they bind names), then bases (methods are inherited), then calls."""
-    owner_file: list[int] = file_node[data.reference_path].tolist()
     found = _Found()
     reads = scopes.reads
     imports = data.relation == Relation.IMPORT
     includes = imports & _in_grammars(grammars, paths, "c", "cpp")[data.reference_path]
-    import_rows = _rows_by_file(np.flatnonzero(imports & ~includes), owner_file)
+    row_file = file_node[data.reference_path]
+    import_rows = _rows_by_file(np.flatnonzero(imports & ~includes), row_file)
     for file in plan.files(Phase.IMPORTS, sorted(import_rows)):
         reads.at(file, Phase.IMPORTS)
-        reader = _IMPORTS.get(scopes.grammar(file) or "", _no_import)
+        reader = IMPORT_READERS.get(scopes.grammar(file) or "", no_import)
         for r in import_rows.get(file, ()):
             target, bound = reader(
                 scopes, file, data.target[r] or "", data.imported[r], data.alias[r]
@@ -523,15 +312,14 @@ def _resolve(
         plan.resolving(file_node[data.reference_path[include_rows]], Phase.IMPORTS)
     ]
     include_edges, include_reads = _c_includes(scopes, data, include_rows, paths, file_node)
-    holders: list[int] = data.holder.tolist()
-    inherit_rows = _rows_by_file(np.flatnonzero(data.relation == Relation.INHERIT), owner_file)
+    inherit_rows = _rows_by_file(np.flatnonzero(data.relation == Relation.INHERIT), row_file)
     for file in plan.files(Phase.BASES, sorted(inherit_rows)):
         reads.at(file, Phase.BASES)
         # Where namespaces span files, a base is named from inside its class's namespaces
         # (`class C : public Shape`, `module Shop; class Engine < Base`).
         spans = scopes.grammar(file) in NAMESPACES_SPAN_FILES
         for r in inherit_rows.get(file, ()):
-            holder = holders[r]
+            holder = int(data.holder[r])
             where = holder if spans else file
             parts = _SEPARATORS.split(data.target[r] or "")
             base = scopes.resolve_chain(file, where, parts, parents)
@@ -556,12 +344,14 @@ def _resolve(
     return edges, ReadTable.concat([include_reads, c_reads])
 
 
-def _rows_by_file(rows: I64, owner_file: list[int]) -> dict[int, list[int]]:
-    """Reference rows by their file's node, each file's in row order."""
-    by_file: dict[int, list[int]] = {}
-    for r in rows.tolist():
-        by_file.setdefault(owner_file[r], []).append(r)
-    return by_file
+def _rows_by_file(rows: I64, file_of_row: I64) -> dict[int, list[int]]:
+    """Reference rows (in path order) by their file's node, each file's in row order."""
+    if not len(rows):
+        return {}
+    files = file_of_row[rows]
+    starts = np.flatnonzero(np.diff(files, prepend=-1))
+    groups = np.split(rows, starts[1:])
+    return dict(zip(files[starts].tolist(), (g.tolist() for g in groups), strict=True))
 
 
 _PHASE_OF: Final = {
@@ -596,7 +386,7 @@ def _carried_edges(old: CommitGraph, node_map: I64, plan: Plan) -> I64:
 
 
 def _c_includes(
-    scopes: Scopes, data: _Gathered, rows: I64, paths: list[str], file_node: I64
+    scopes: Scopes, data: Gathered, rows: I64, paths: list[str], file_node: I64
 ) -> tuple[I64, ReadTable]:
     """Edge keys of C and C++ includes (reference rows), and the reads of their lookups: each
     header is looked up once per directory that includes it, as an include binds no name."""
@@ -628,7 +418,7 @@ def _c_includes(
 
 def _resolve_calls(
     scopes: Scopes,
-    data: _Gathered,
+    data: Gathered,
     plan: Plan,
     *,
     file_node: I64,
@@ -684,7 +474,15 @@ def _resolve_calls(
     context = np.full(len(rest), -2, dtype=np.int64)
     if len(need):
         holders = distinct(holder[need])
-        receiver = _receivers(scopes, holders, parents)[np.searchsorted(holders, holder[need])]
+        first_entity = data.first_entity
+        holder_files = np.where(
+            holders >= first_entity,
+            file_node[data.entity_path[np.maximum(holders - first_entity, 0)]],
+            holders,
+        )
+        receiver = _receivers(scopes, holders, holder_files, parents)[
+            np.searchsorted(holders, holder[need])
+        ]
         # `this` outside a class is the function's own (`Scopes._owned`).
         outside = np.where(selfish[need], holder[need], -1)
         context[need] = np.where(receiver >= 0, receiver, outside)
@@ -729,11 +527,14 @@ def _keyed_reads(files: I64, keys: pa.Array, kind: ReadKind, phase: Phase) -> Re
     )
 
 
-def _receivers(scopes: Scopes, holders: I64, parents: list[int]) -> I64:
-    """The class `self` means in each holder (-1: none)."""
+def _receivers(scopes: Scopes, holders: I64, files: I64, parents: list[int]) -> I64:
+    """The class `self` means in each holder (in its file; -1: none)."""
     found = []
-    for holder in holders.tolist():
-        scopes.reads.at(scopes.file_of(holder), Phase.CALLS)
+    reads, last = scopes.reads, -1
+    for holder, file in zip(holders.tolist(), files.tolist(), strict=True):
+        if file != last:  # the holders come file by file
+            reads.at(file, Phase.CALLS)
+            last = file
         found.append(_node_or(scopes.receiver_class(holder, parents)))
     return np.asarray(found, dtype=np.int64)
 
@@ -757,7 +558,7 @@ def _node_or(node: int | None) -> int:
     return -1 if node is None else node
 
 
-def _c_calls(data: _Gathered, is_c: npt.NDArray[np.bool_], path_rows: I64, call_rows: I64) -> I64:
+def _c_calls(data: Gathered, is_c: npt.NDArray[np.bool_], path_rows: I64, call_rows: I64) -> I64:
     """The definition each plain C call (reference rows) names: in its own file, else the
     only one there is."""
     encoded = data.target_array.take(pa.array(call_rows)).fill_null("").dictionary_encode()
@@ -800,167 +601,3 @@ def _only_of_name(names: pa.Array, nodes: I64) -> tuple[list[str], list[int]]:
     code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     single = np.bincount(code, minlength=len(encoded.dictionary))[code] == 1
     return encoded.dictionary.take(pa.array(code[single])).to_pylist(), nodes[single].tolist()
-
-
-_Resolved = tuple[int | None, str | None]
-"""What an import resolves to (a node; -1 for the root directory) and the name it binds."""
-
-
-def _no_import(
-    scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
-) -> _Resolved:
-    return None, None
-
-
-def _python_import(
-    scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
-) -> _Resolved:
-    scope = scopes.files[file]
-    base = scopes.python_module(scope.path, module)
-    if name is None:
-        if alias is not None:
-            return base, alias
-        # `import a.b.c` binds `a`, the top package; the edge goes to a.b.c.
-        first = module.split(".", maxsplit=1)[0]
-        top = scopes.python_module(scope.path, first)
-        if top is not None and top >= 0:
-            scope.bindings.setdefault(first, top)
-        return base, None
-    if name == "*":
-        if base is not None:
-            scope.wildcards.append(base)
-        return base, None
-    member = scopes.member(base, name) if base is not None else None
-    if member is None:
-        return base, None
-    return member, alias or name
-
-
-def _js_import(
-    scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
-) -> _Resolved:
-    base = scopes.js_module(scopes.paths[file], module)
-    if base is None or name in (None, "*", "default"):
-        return base, alias
-    member = scopes.member(base, name)
-    return (base if member is None else member), alias or name
-
-
-def _go_import(
-    scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
-) -> _Resolved:
-    parts = module.split("/")
-    scopes.read_path(directory_key(module))
-    found = scopes.dir_nodes.get(module)
-    if found is None and "." in parts[0]:  # a module path (`github.com/...`), not the stdlib
-        found = scopes.directory_by_suffix(module)
-    return found, alias or parts[-1]
-
-
-def _java_import(
-    scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
-) -> _Resolved:
-    scope = scopes.files[file]
-    folder = module.replace(".", "/")
-    if name == "*":
-        package = scopes.directory_by_suffix(folder)
-        if package is not None:
-            scope.wildcards.append(package)
-        return package, None
-    found = scopes.file_by_suffix(scope.path, f"{folder}/{name}.java")
-    if found is not None:
-        return scopes.scope(found).top.get(name or "", found), name
-    owner = scopes.file_by_suffix(scope.path, f"{folder}.java")  # import static a.B.m
-    if owner is None:
-        return None, None
-    cls = scopes.scope(owner).top.get(folder.rsplit("/", 1)[-1])
-    return scopes.member(cls, name or ""), name
-
-
-def _rust_import(
-    scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
-) -> _Resolved:
-    scope = scopes.files[file]
-    parts = [p for p in module.split("::") if p]
-    if not parts:
-        return scopes.rust_module(scope.path, [name] if name else []), alias or name
-    base = scopes.rust_module(scope.path, parts)
-    if name is None:
-        return base, alias or parts[-1]
-    if name == "*":
-        if base is not None:
-            scope.wildcards.append(base)
-        return base, None
-    return (scopes.member(base, name) if base is not None else None), alias or name
-
-
-def _php_import(
-    scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
-) -> _Resolved:
-    """The class a `use` names: in the file its namespace path ends with, down to the last
-    directory (PSR-4 maps a namespace's head to some directory, its tail to directories)."""
-    parts = [p for p in module.split("\\") if p] + [name or ""]
-    for start in range(max(1, len(parts) - 1)):
-        found = scopes.file_by_suffix(scopes.paths[file], "/".join(parts[start:]) + ".php")
-        if found is not None:
-            return scopes.scope(found).top.get(name or "", found), alias or name
-    return None, None
-
-
-def _ruby_import(
-    scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
-) -> _Resolved:
-    """The file a `require` loads: beside the importer (`require_relative`), the one whose
-    path ends with a path that has a directory, or a bare name under `lib/` or the root (a
-    bare `require "json"` is mostly a library's)."""
-    path = module.removesuffix(".rb") + ".rb"
-    if module.startswith(".") or "/" in module:
-        return scopes.file_by_suffix(scopes.paths[file], path.removeprefix("./")), None
-    scopes.read_path(file_key(path))
-    found = scopes.file_nodes.get(f"lib/{path}", scopes.file_nodes.get(path))
-    return found, None
-
-
-def _csharp_import(
-    scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
-) -> _Resolved:
-    """A `using`: a namespace's (or a static class's) names come into scope wherever they
-    are defined; the edge goes to its one definition in the commit, when it has one."""
-    target = scopes.only(module)
-    if target is not None and scopes.file_of(target) == file:
-        target = None  # the file's own namespace: no edge to itself
-    if name == "*":
-        scopes.files[file].namespaces.append(module)
-        return target, None
-    return target, alias
-
-
-def _kotlin_import(
-    scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
-) -> _Resolved:
-    """A Kotlin import: a package is the directories its path ends with (one per source set);
-    a name in it is defined at the top of any of their files."""
-    packages = scopes.directories_ending(module.replace(".", "/"))
-    if name == "*":
-        scopes.files[file].wildcards.extend(packages)
-        return (packages[0] if packages else None), None
-    for package in packages:
-        found = scopes.member(package, name or "")
-        if found is not None:
-            return found, alias or name
-    return None, None
-
-
-_IMPORTS: Final = {  # C and C++ includes: `_c_includes`
-    "python": _python_import,
-    "javascript": _js_import,
-    "typescript": _js_import,
-    "tsx": _js_import,
-    "go": _go_import,
-    "java": _java_import,
-    "rust": _rust_import,
-    "php": _php_import,
-    "ruby": _ruby_import,
-    "csharp": _csharp_import,
-    "kotlin": _kotlin_import,
-}

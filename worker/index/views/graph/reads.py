@@ -10,12 +10,14 @@ file from the first phase whose reads may have changed, and keeps the rest.
 from __future__ import annotations
 
 import enum
+import itertools
 from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 
 class Phase(enum.IntEnum):
@@ -201,28 +203,35 @@ class ReadTable:
 
 def read_table(reads: Reads) -> ReadTable:
     """The recorded reads as columns, without each file's reads of its own state."""
-    reader: list[int] = []
-    phase: list[int] = []
-    kind: list[int] = []
-    node: list[int] = []
-    name: list[str | None] = []
-    for (file, at), keys in reads.by_reader.items():
-        for key in keys:
-            if isinstance(key, int):
-                read, what = divmod(key, NODE_KINDS)
-                if read == file:
-                    continue
-                node.append(read)
-                name.append(None)
-            elif key[0] == "=":
-                what = ReadKind.NAME
-                node.append(-1)
-                name.append(key[1:])
-            else:
-                what = ReadKind.PATHS
-                node.append(-1)
-                name.append(key)
-            reader.append(file)
-            phase.append(int(at))
-            kind.append(int(what))
-    return ReadTable.of(reader, phase, kind, node, name)
+    groups = list(reads.by_reader.items())
+    sizes = np.fromiter((len(keys) for _, keys in groups), dtype=np.int64, count=len(groups))
+    reader = np.repeat(np.asarray([f for (f, _), _ in groups], dtype=np.int64), sizes)
+    phase = np.repeat(np.asarray([int(p) for (_, p), _ in groups], dtype=np.uint8), sizes)
+    keys = np.empty(int(sizes.sum()), dtype=object)
+    keys[:] = list(itertools.chain.from_iterable(k for _, k in groups))
+    is_node = np.fromiter((k.__class__ is int for k in keys), dtype=bool, count=len(keys))
+    node_keys = keys[is_node].astype(np.int64)
+    node, node_kind = np.divmod(node_keys, NODE_KINDS)
+    own = node == reader[is_node]
+    texts = pa.array(keys[~is_node].tolist(), pa.string())
+    is_name = pc.starts_with(texts, "=").to_numpy(zero_copy_only=False)
+    names = pc.if_else(is_name, pc.utf8_slice_codeunits(texts, 1), texts)
+    n_texts = len(texts)
+    return ReadTable.concat(
+        [
+            ReadTable(
+                reader=reader[is_node][~own].astype(np.int32),
+                phase=phase[is_node][~own],
+                kind=node_kind[~own].astype(np.uint8),
+                node=node[~own].astype(np.int32),
+                name=pa.nulls(int((~own).sum()), pa.string()),
+            ),
+            ReadTable(
+                reader=reader[~is_node].astype(np.int32),
+                phase=phase[~is_node],
+                kind=np.where(is_name, ReadKind.NAME, ReadKind.PATHS).astype(np.uint8),
+                node=np.full(n_texts, -1, dtype=np.int32),
+                name=names,
+            ),
+        ]
+    )

@@ -153,6 +153,9 @@ class Scopes:
         self._dirs_by_name: dict[str, list[str]] | None = None
         self._ending: dict[str, int | None] = {}
         self._python_modules: dict[str, list[int]] = defaultdict(list)
+        self._module_choice: dict[tuple[str, str], int] = {}
+        """Which of a module name's files an importer in a directory means (see
+        `python_module`): the files of a package import the same modules."""
         self._owners: dict[int, str] = {}
         """What `this` is in a top-level Go or JavaScript function, by the function's node: a
         Go method's receiver type (`Context` of `Context.Next`), the object a JavaScript
@@ -242,15 +245,15 @@ class Scopes:
             base = posixpath.dirname(importer)
             for _ in range(dots - 1):
                 base = posixpath.dirname(base)
-            self.read_path(directory_key(base))
+            self.reads.current.add(directory_key(base))
             node: int | None = self.dir_nodes.get(base, -1) if base else -1
             for part in rest.split(".") if rest else []:
                 node = self.member(node, part) if node is not None else None
             return node
-        self.read_path(module_key(rest))
+        self.reads.current.add(module_key(rest))
         candidates = self._python_modules.get(rest, [])
         if not candidates:
-            self.read_path(listing_key(""))
+            self.reads.current.add(listing_key(""))
             top = self.children[-1].get(rest.split(".")[0])
             if top is not None and self.types[top] == EntityType.DIRECTORY:
                 node = top
@@ -258,17 +261,20 @@ class Scopes:
                     node = self.member(node, part) if node is not None else None
                 return node
             return None
-        here = posixpath.dirname(importer)
-        # The shortest root (the repository's own package over a vendored copy), then a
-        # module beside the importer, then the first path.
-        return min(
-            candidates,
-            key=lambda n: (
-                self.paths[n].count("/"),
-                posixpath.dirname(self.paths[n]) != here,
-                self.paths[n],
-            ),
-        )
+        here = importer.rpartition("/")[0]  # `posixpath.dirname` of a relative path
+        chosen = self._module_choice.get((here, rest))
+        if chosen is None:
+            # The shortest root (the repository's own package over a vendored copy), then a
+            # module beside the importer, then the first path.
+            chosen = self._module_choice[(here, rest)] = min(
+                candidates,
+                key=lambda n: (
+                    self.paths[n].count("/"),
+                    posixpath.dirname(self.paths[n]) != here,
+                    self.paths[n],
+                ),
+            )
+        return chosen
 
     def js_module(self, importer: str, spec: str) -> int | None:
         """The file a relative JavaScript/TypeScript import names; packages are outside."""
@@ -276,9 +282,9 @@ class Scopes:
             return None
         target = posixpath.normpath(posixpath.join(posixpath.dirname(importer), spec))
         for tried in (target, *(target + e for e in _JS_EXTENSIONS)):
-            self.read_path(file_key(tried))
+            self.reads.current.add(file_key(tried))
         for e in _JS_EXTENSIONS:
-            self.read_path(file_key(f"index{e}"))
+            self.reads.current.add(file_key(f"index{e}"))
         if target in self.file_nodes:
             return self.file_nodes[target]
         for candidate in (
@@ -291,7 +297,7 @@ class Scopes:
 
     def directory_by_suffix(self, path: str) -> int | None:
         """The directory whose path ends the import path (Go packages), longest first."""
-        self.read_path(directory_key(path))
+        self.reads.current.add(directory_key(path))
         parts = path.split("/")
         for i in range(len(parts)):
             found = self.dir_nodes.get("/".join(parts[i:]))
@@ -302,7 +308,7 @@ class Scopes:
     def directories_ending(self, path: str) -> list[int]:
         """The directories whose path is `path` or ends with it, the shortest first: a
         Kotlin package under each source set (`src/main/kotlin/a/b`, `src/jvmMain/kotlin/a/b`)."""
-        self.read_path(directory_key(path))
+        self.reads.current.add(directory_key(path))
         if path in self._ending_dirs:
             return self._ending_dirs[path]
         index = self._dirs_by_name
@@ -332,7 +338,7 @@ class Scopes:
         """`file_by_suffix` for an importer in `folder` (`record`: as a read of the file being
         resolved)."""
         if record:
-            self.read_path(file_key(path))
+            self.reads.current.add(file_key(path))
         key = (folder, path)
         if key in self._by_suffix:
             return self._by_suffix[key]
@@ -377,7 +383,7 @@ class Scopes:
             crate = (
                 importer.split("/src/", maxsplit=1)[0] + "/src" if "/src/" in importer else "src"
             )
-            self.read_path(directory_key(crate))
+            self.reads.current.add(directory_key(crate))
             module_dir = crate if crate in self.dir_nodes else ""
             parts = parts[1:]
         while parts and parts[0] in ("self", "super"):
@@ -385,8 +391,8 @@ class Scopes:
                 module_dir = posixpath.dirname(module_dir)
         node: int | None = None
         for part in parts:
-            self.read_path(file_key(f"{part}.rs"))
-            self.read_path(file_key("mod.rs"))
+            self.reads.current.add(file_key(f"{part}.rs"))
+            self.reads.current.add(file_key("mod.rs"))
             found = self.file_nodes.get(f"{module_dir}/{part}.rs".lstrip("/"))
             if found is None:
                 found = self.file_nodes.get(f"{module_dir}/{part}/mod.rs".lstrip("/"))
@@ -403,20 +409,20 @@ class Scopes:
             return None
         kind = self.types[node] if node >= 0 else EntityType.DIRECTORY
         if kind == EntityType.DIRECTORY:
-            self.read_path(listing_key(self._dir_paths.get(node, "")))
+            self.reads.current.add(listing_key(self._dir_paths.get(node, "")))
             children = self.children.get(node, {})
             for entry in (f"{name}.py", name, f"{name}.rs"):
                 if entry in children:
                     child = children[entry]
                     if self.types[child] == EntityType.DIRECTORY:
-                        self.read_path(listing_key(self._dir_paths[child]))
+                        self.reads.current.add(listing_key(self._dir_paths[child]))
                         init = self.children.get(child, {}).get("__init__.py")
                         return init if init is not None else child
                     return child
             if node not in self._packages:
                 return None
             # A Go or Kotlin package: its files' definitions, read as one.
-            self.read_path(definitions_key(self._dir_paths.get(node, "")))
+            self.reads.current.add(definitions_key(self._dir_paths.get(node, "")))
             for child in children.values():
                 if self.grammar(child) in _PACKAGED:
                     top = self._loaded(child).top
@@ -470,8 +476,8 @@ class Scopes:
     def _go_method(self, key: tuple[int, str], name: str) -> int | None:
         """A method of a Go type declared in another file of its package."""
         folder = posixpath.dirname(self.paths[key[0]])
-        self.read_path(listing_key(folder))
-        self.read_path(definitions_key(folder))
+        self.reads.current.add(listing_key(folder))
+        self.reads.current.add(definitions_key(folder))
         package = self.dir_nodes.get(folder, -1)
         for file in self.children.get(package, {}).values():
             if file != key[0] and self.grammar(file) == "go":
@@ -537,7 +543,7 @@ class Scopes:
         if scope.grammar in ("java", "php"):
             # A class of the same package (namespace): the file named after it beside this one.
             folder = posixpath.dirname(scope.path)
-            self.read_path(listing_key(folder))
+            self.reads.current.add(listing_key(folder))
             package = self.dir_nodes.get(folder, -1)
             sibling = self.children.get(package, {}).get(f"{name}.{scope.grammar}")
             return None if sibling is None else self.scope(sibling).top.get(name)

@@ -1,0 +1,227 @@
+"""The entities and references of every path of a commit, gathered from its segments."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from worker.index.analysis.distinct import distinct
+from worker.index.store.segment import Segment
+from worker.index.views.graph.model import Relation, entity_type
+from worker.index.views.text import CommitIndex
+
+I64 = npt.NDArray[np.int64]
+_CPP_ONLY_KINDS: Final = pa.array(["class_specifier", "namespace_definition"], pa.string())
+"""Definitions C's grammar has no node for: a file holding one was parsed as C++."""
+
+
+class Gathered:
+    """The entities and references of every path of a commit, as arrays in node order.
+
+    Entities are numbered after directories and files, path by path in path order, each
+    path's in pre-order (as its blob's analysis stored them).
+    """
+
+    def __init__(self, index: CommitIndex, first_entity: int, file_node: I64) -> None:
+        segments = index.segments
+        seg_of_path = index.path_segment.astype(np.int64)
+        blob_of_path = index.path_blob.astype(np.int64)
+        n_paths = len(seg_of_path)
+        self.n_lines = np.zeros(n_paths, dtype=np.int64)
+        entity_parts: list[tuple[I64, I64, int]] = []
+        reference_parts: list[tuple[I64, I64, int]] = []
+        for seg_index, segment in enumerate(segments):
+            rows = np.flatnonzero(seg_of_path == seg_index)
+            if not len(rows):
+                continue
+            blobs = blob_of_path[rows]
+            lines = segment.tables.blobs.column("n_lines").to_numpy()
+            self.n_lines[rows] = lines[blobs]
+            for starts, counts, parts in (
+                (segment.blob_entity_start, segment.blob_entity_count, entity_parts),
+                (segment.blob_reference_start, segment.blob_reference_count, reference_parts),
+            ):
+                start = starts[blobs].astype(np.int64)
+                count = counts[blobs].astype(np.int64)
+                picked = np.repeat(start, count) + _ranges(count)
+                parts.append((np.repeat(rows, count), picked, seg_index))
+        self._entities(segments, blob_of_path, _concat_parts(entity_parts), first_entity, file_node)
+        self._references(segments, blob_of_path, _concat_parts(reference_parts), file_node)
+
+    def _entities(
+        self,
+        segments: Sequence[Segment],
+        blob_of_path: I64,
+        parts: tuple[I64, I64, I64],
+        first_entity: int,
+        file_node: I64,
+    ) -> None:
+        # By path row (stable: each path's in their stored order).
+        owner, picked, seg = parts
+        order = np.argsort(owner, kind="stable")
+        owner, picked, seg = owner[order], picked[order], seg[order]
+        self.entity_path = owner
+        n = len(owner)
+        self.first_entity = first_entity
+        nodes = first_entity + np.arange(n, dtype=np.int64)
+        # Each path's first entity node: where its run starts.
+        run_start = np.zeros(n, dtype=np.int64)
+        if n:
+            new_run = np.ones(n, dtype=bool)
+            new_run[1:] = owner[1:] != owner[:-1]
+            starts = np.flatnonzero(new_run)
+            run_start = np.repeat(nodes[starts], np.diff(np.append(starts, n)))
+        parent = np.full(n, -1, dtype=np.int64)
+        start_line = np.zeros(n, dtype=np.int64)
+        end_line = np.zeros(n, dtype=np.int64)
+        kinds: list[pa.Array] = []
+        names: list[pa.Array] = []
+        position = np.zeros(n, dtype=np.int64)
+        offset = 0
+        for seg_index, segment in enumerate(segments):
+            mine = np.flatnonzero(seg == seg_index)
+            if not len(mine):
+                continue
+            table = segment.scanned("entities")
+            rows = picked[mine]
+            local_parent = table.column("parent").to_numpy()[rows].astype(np.int64)
+            first_of_blob = segment.blob_entity_start[blob_of_path[owner[mine]]].astype(np.int64)
+            parent[mine] = np.where(
+                local_parent >= 0, run_start[mine] + (local_parent - first_of_blob), -1
+            )
+            start_line[mine] = table.column("start_line").to_numpy()[rows]
+            end_line[mine] = table.column("end_line").to_numpy()[rows]
+            taken = pa.array(rows)
+            names.append(table.column("name").take(taken).combine_chunks())
+            kinds.append(_decoded_array(table.column("kind")).take(taken))
+            position[offset : offset + len(mine)] = mine
+            offset += len(mine)
+        back = np.argsort(position[:offset], kind="stable")
+        self.entity_parent = np.where(parent >= 0, parent, file_node[owner])
+        self.entity_top = parent < 0
+        self.start_line = start_line
+        self.end_line = end_line
+        self.name_array: pa.Array = (
+            pa.concat_arrays(names).take(pa.array(back)) if names else pa.array([], pa.string())
+        )
+        self.names: list[str] = self.name_array.to_pylist()
+        kind_array = (
+            pa.concat_arrays(kinds).take(pa.array(back)) if kinds else pa.array([], pa.string())
+        )
+        self.types = _entity_types(kind_array)
+        cpp_only = pc.is_in(kind_array, value_set=_CPP_ONLY_KINDS).to_numpy(zero_copy_only=False)
+        self.cpp_paths: I64 = distinct(owner[cpp_only])
+        """Path rows with a definition only C++'s grammar finds: a `.h` among them is C++."""
+
+    def _references(
+        self,
+        segments: Sequence[Segment],
+        blob_of_path: I64,
+        parts: tuple[I64, I64, I64],
+        file_node: I64,
+    ) -> None:
+        # By path row; holders become nodes.
+        first_entity = self.first_entity
+        r_owner, r_picked, r_seg = parts
+        order = np.argsort(r_owner, kind="stable")
+        r_owner, r_picked, r_seg = r_owner[order], r_picked[order], r_seg[order]
+        self.reference_path = r_owner
+        holder = np.zeros(len(r_owner), dtype=np.int64)
+        relation = np.zeros(len(r_owner), dtype=np.uint8)
+        columns: dict[str, list[pa.Array]] = {"target": [], "name": [], "alias": []}
+        position = np.zeros(len(r_owner), dtype=np.int64)
+        offset = 0
+        for seg_index, segment in enumerate(segments):
+            mine = np.flatnonzero(r_seg == seg_index)
+            if not len(mine):
+                continue
+            table = segment.scanned("references")
+            rows = r_picked[mine]
+            local = table.column("entity").to_numpy()[rows].astype(np.int64)
+            first_of_blob = segment.blob_entity_start[blob_of_path[r_owner[mine]]].astype(np.int64)
+            # The holder's node: its path's first entity node plus its place in the blob.
+            first_node = np.searchsorted(self.entity_path, r_owner[mine]) + first_entity
+            holder[mine] = np.where(
+                local >= 0, first_node + (local - first_of_blob), file_node[r_owner[mine]]
+            )
+            relation_column = table.column("relation")
+            codes = _relation_codes(relation_column)
+            relation[mine] = codes[rows]
+            taken = pa.array(rows)
+            for name, pieces in columns.items():
+                pieces.append(table.column(name).take(taken).combine_chunks())
+            position[offset : offset + len(mine)] = mine
+            offset += len(mine)
+        back = pa.array(np.argsort(position[:offset], kind="stable"))
+        self.holder = holder
+        self.relation = relation
+        self.target_array = (
+            pa.concat_arrays(columns["target"]).take(back)
+            if columns["target"]
+            else pa.array([], pa.string())
+        )
+        self.target: list[str | None] = self.target_array.to_pylist()
+        self.imported = _joined(columns["name"], back)
+        self.alias = _joined(columns["alias"], back)
+
+
+def _ranges(count: I64) -> I64:
+    """0..count-1 for each count, concatenated."""
+    total = int(count.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.repeat(np.cumsum(count) - count, count)
+    return np.arange(total, dtype=np.int64) - starts
+
+
+def _concat_parts(parts: list[tuple[I64, I64, int]]) -> tuple[I64, I64, I64]:
+    """The parts' owners, rows and segments, each as one array."""
+    empty = np.zeros(0, dtype=np.int64)
+    return (
+        np.concatenate([empty] + [p[0] for p in parts]),
+        np.concatenate([empty] + [p[1] for p in parts]),
+        np.concatenate([empty] + [np.full(len(p[0]), p[2], np.int64) for p in parts]),
+    )
+
+
+def _decoded_array(column: pa.ChunkedArray) -> pa.Array:
+    array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    return array
+
+
+def _entity_types(kinds: pa.Array) -> npt.NDArray[np.uint8]:
+    """Each definition's `EntityType`, by parser kind (each distinct kind mapped once)."""
+    encoded = kinds.dictionary_encode()
+    by_kind = [int(entity_type(kind)) for kind in encoded.dictionary.to_pylist()]
+    mapping = np.asarray(by_kind or [0], dtype=np.uint8)
+    types: npt.NDArray[np.uint8] = mapping[
+        encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    ]
+    return types
+
+
+def _relation_codes(column: pa.ChunkedArray) -> npt.NDArray[np.uint8]:
+    """Each row's relation as `Relation` (the stored names mapped)."""
+    array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if not pa.types.is_dictionary(array.type):
+        array = array.dictionary_encode()
+    by_name = {"import": Relation.IMPORT, "invoke": Relation.INVOKE, "inherit": Relation.INHERIT}
+    names: list[str] = array.dictionary.to_pylist()
+    mapping = np.asarray([int(by_name[v]) for v in names] or [0], dtype=np.uint8)
+    codes: npt.NDArray[np.uint8] = mapping[
+        array.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    ]
+    return codes
+
+
+def _joined(parts: list[pa.Array], back: pa.Array) -> list[str | None]:
+    if not parts:
+        return []
+    return pa.concat_arrays(parts).take(back).to_pylist()  # type: ignore[no-any-return]
