@@ -535,7 +535,8 @@ def _receivers(scopes: Scopes, holders: I64, files: I64, parents: list[int]) -> 
         if file != last:  # the holders come file by file
             reads.at(file, Phase.CALLS)
             last = file
-        found.append(_node_or(scopes.receiver_class(holder, parents)))
+        receiver = scopes.receiver_class(holder, parents)
+        found.append(-1 if receiver is None else receiver)
     return np.asarray(found, dtype=np.int64)
 
 
@@ -549,7 +550,8 @@ def _meanings(
         if file != last:  # the calls come file by file
             reads.at(file, Phase.CALLS)
             last = file
-        found.append(_node_or(scopes.resolve_chain(file, holder, chain, parents)))
+        meaning = scopes.resolve_chain(file, holder, chain, parents)
+        found.append(-1 if meaning is None else meaning)
     return np.asarray(found, dtype=np.int64)
 
 

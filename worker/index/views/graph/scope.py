@@ -67,6 +67,12 @@ _OWNED: Final = _JS_GRAMMARS | {"go"}
 """Languages whose top-level functions may be methods of an object (see `Scopes._owners`)."""
 
 
+def _folder(path: str) -> str:
+    """The directory of a path in the tree ("" at the root): `posixpath.dirname` for paths
+    as a git tree has them (relative, no doubled slashes), without its generality."""
+    return path.rpartition("/")[0]
+
+
 def _joined(folder: str, path: str) -> str:
     """`path` relative to `folder`, normalised (`posixpath.normpath`, only where it may change
     something: a C tree resolves hundreds of thousands of includes)."""
@@ -138,6 +144,7 @@ class Scopes:
         self.paths: dict[int, str] = {node: path for path, node in file_nodes.items()}
         """Each file node's path."""
         self._grammars = grammars
+        self._grammar_of = {node: grammars[path] for path, node in file_nodes.items()}
         self.files: dict[int, FileScope] = _FileScopes(self.paths, grammars)
         self.members: dict[tuple[int, str], dict[str, int]] = defaultdict(dict)
         """(file node, qualified class name) -> its methods and nested classes by name."""
@@ -185,8 +192,7 @@ class Scopes:
 
     def grammar(self, node: int) -> str | None:
         """A file's grammar; None for a directory or a file no parser reads."""
-        path = self.paths.get(node)
-        return None if path is None else self._grammars[path]
+        return self._grammar_of.get(node)
 
     def scope(self, file: int) -> FileScope:
         """A file's scope, its definitions read in on first use."""
@@ -242,9 +248,9 @@ class Scopes:
         dots = len(module) - len(module.lstrip("."))
         rest = module[dots:]
         if dots:
-            base = posixpath.dirname(importer)
+            base = _folder(importer)
             for _ in range(dots - 1):
-                base = posixpath.dirname(base)
+                base = _folder(base)
             self.reads.current.add(directory_key(base))
             node: int | None = self.dir_nodes.get(base, -1) if base else -1
             for part in rest.split(".") if rest else []:
@@ -261,7 +267,7 @@ class Scopes:
                     node = self.member(node, part) if node is not None else None
                 return node
             return None
-        here = importer.rpartition("/")[0]  # `posixpath.dirname` of a relative path
+        here = _folder(importer)
         chosen = self._module_choice.get((here, rest))
         if chosen is None:
             # The shortest root (the repository's own package over a vendored copy), then a
@@ -270,7 +276,7 @@ class Scopes:
                 candidates,
                 key=lambda n: (
                     self.paths[n].count("/"),
-                    posixpath.dirname(self.paths[n]) != here,
+                    _folder(self.paths[n]) != here,
                     self.paths[n],
                 ),
             )
@@ -375,7 +381,7 @@ class Scopes:
 
     def rust_module(self, importer: str, path: Sequence[str]) -> int | None:
         """The file (or directory) a Rust module path names (`crate::a::b`, `super::x`)."""
-        here = posixpath.dirname(importer)
+        here = _folder(importer)
         stem = posixpath.basename(importer).rsplit(".", 1)[0]
         module_dir = here if stem in ("mod", "lib", "main") else f"{here}/{stem}".lstrip("/")
         parts = list(path)
@@ -388,7 +394,7 @@ class Scopes:
             parts = parts[1:]
         while parts and parts[0] in ("self", "super"):
             if parts.pop(0) == "super":
-                module_dir = posixpath.dirname(module_dir)
+                module_dir = _folder(module_dir)
         node: int | None = None
         for part in parts:
             self.reads.current.add(file_key(f"{part}.rs"))
@@ -437,7 +443,7 @@ class Scopes:
             if name in scope.bindings:
                 return scope.bindings[name]
             if scope.path.endswith("/__init__.py") or scope.path == "__init__.py":
-                parent = self.dir_nodes.get(posixpath.dirname(scope.path), -1)
+                parent = self.dir_nodes.get(_folder(scope.path), -1)
                 return self.member(parent, name, depth + 1)
             for exports in _COMMONJS_EXPORTS if scope.grammar in _JS_GRAMMARS else ():
                 # `exports.x = function` in a CommonJS module: `require(...).x`.
@@ -475,7 +481,7 @@ class Scopes:
 
     def _go_method(self, key: tuple[int, str], name: str) -> int | None:
         """A method of a Go type declared in another file of its package."""
-        folder = posixpath.dirname(self.paths[key[0]])
+        folder = _folder(self.paths[key[0]])
         self.reads.current.add(listing_key(folder))
         self.reads.current.add(definitions_key(folder))
         package = self.dir_nodes.get(folder, -1)
@@ -539,10 +545,10 @@ class Scopes:
             if found is not None:
                 return found
         if scope.grammar in _PACKAGED:
-            return self.member(self.dir_nodes.get(posixpath.dirname(scope.path), -1), name)
+            return self.member(self.dir_nodes.get(_folder(scope.path), -1), name)
         if scope.grammar in ("java", "php"):
             # A class of the same package (namespace): the file named after it beside this one.
-            folder = posixpath.dirname(scope.path)
+            folder = _folder(scope.path)
             self.reads.current.add(listing_key(folder))
             package = self.dir_nodes.get(folder, -1)
             sibling = self.children.get(package, {}).get(f"{name}.{scope.grammar}")
