@@ -64,13 +64,14 @@ def write_graph(commit_dir: Path, graph: CommitGraph, state: ResolutionState | N
             "relation": graph.edges.relation,
         }
     )
-    tables = [("graph_nodes.arrow", nodes), ("graph_edges.arrow", edges)]
+    tables = [("graph_nodes.arrow", nodes, True), ("graph_edges.arrow", edges, True)]
     if state is not None:
-        tables += list(zip(STATE_FILES, _state_tables(state), strict=True))
-    for name, table in tables:
+        # Not flushed: a state lost to a crash costs the next commit a whole build, no more.
+        tables += [(n, t, False) for n, t in zip(STATE_FILES, _state_tables(state), strict=True)]
+    for name, table, flush in tables:
         fd, tmp = tempfile.mkstemp(dir=commit_dir, prefix=f".{name}.")
         os.close(fd)
-        write_table(Path(tmp), table)
+        write_table(Path(tmp), table, flush=flush)
         os.replace(tmp, commit_dir / name)
     meta: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
@@ -183,9 +184,13 @@ def read_graph_state(commit_dir: Path) -> ResolutionState | None:
         return None
     if meta.get("format_version") != FORMAT_VERSION or not meta.get("state"):
         return None
-    files, reads, imports, bases = (
-        read_table(commit_dir / name, whole=True) for name in STATE_FILES
-    )
+    try:
+        files, reads, imports, bases = (
+            read_table(commit_dir / name, whole=True) for name in STATE_FILES
+        )
+    except (OSError, pa.ArrowInvalid):
+        return None  # not written whole (see `write_graph`): the next build is whole
+
     oid_column = files.column("oid").combine_chunks()
     oids = np.frombuffer(oid_column.buffers()[1], dtype=np.uint8)[
         oid_column.offset * 20 : (oid_column.offset + len(oid_column)) * 20

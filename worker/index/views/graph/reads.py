@@ -100,16 +100,15 @@ class Reads:
     def __init__(self) -> None:
         self.by_reader: dict[tuple[int, Phase], set[Key]] = {}
         self._at: tuple[int, Phase] | None = None
-        self._open: list[set[Key]] = [set()]
-        self.current: set[Key] = self._open[0]
-        """Where a read is recorded now (see `file`, `name`, `path`)."""
+        self.current: set[Key] = set()
+        """Where a read is recorded now (see `file`, `name`, `path`). A remembered lookup
+        records into a set of its own, then adds it here (and replays it when reused)."""
 
     def at(self, file: int, phase: Phase) -> None:
         """Record what follows as read by `file` in `phase`."""
         if self._at != (file, phase):
             self._at = (file, phase)
-            self._open = [self.by_reader.setdefault((file, phase), set())]
-            self.current = self._open[0]
+            self.current = self.by_reader.setdefault((file, phase), set())
 
     def file(self, kind: ReadKind, node: int) -> None:
         """Record a read of a file's state: its definitions, bindings or bases.
@@ -126,22 +125,6 @@ class Reads:
     def path(self, key: str) -> None:
         """Record a lookup of the commit's paths, by its key (see `path_keys`)."""
         self.current.add(key)
-
-    def replay(self, keys: set[Key]) -> None:
-        """Record the reads a remembered lookup made when it was first made."""
-        self.current.update(keys)
-
-    def open(self) -> None:
-        """Collect the reads that follow apart (to remember with a lookup) until `close`."""
-        self.current = set()
-        self._open.append(self.current)
-
-    def close(self) -> set[Key]:
-        """The reads collected since `open`; they are recorded as made here too."""
-        inner = self._open.pop()
-        self.current = self._open[-1]
-        self.current.update(inner)
-        return inner
 
 
 @dataclass(frozen=True, slots=True)

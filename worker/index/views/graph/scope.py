@@ -185,6 +185,8 @@ class Scopes:
             parent, _, name = path.rpartition("/")
             self.children[dir_nodes[parent] if parent else -1][name] = node
         self._dir_paths = {node: path for path, node in dir_nodes.items()}
+        self._listing = {node: listing_key(path) for node, path in self._dir_paths.items()}
+        self._listing[-1] = listing_key("")
 
     def read_path(self, key: str) -> None:
         """Record a lookup of the commit's paths (see `reads.path_keys`)."""
@@ -415,13 +417,13 @@ class Scopes:
             return None
         kind = self.types[node] if node >= 0 else EntityType.DIRECTORY
         if kind == EntityType.DIRECTORY:
-            self.reads.current.add(listing_key(self._dir_paths.get(node, "")))
+            self.reads.current.add(self._listing[node])
             children = self.children.get(node, {})
             for entry in (f"{name}.py", name, f"{name}.rs"):
                 if entry in children:
                     child = children[entry]
                     if self.types[child] == EntityType.DIRECTORY:
-                        self.reads.current.add(listing_key(self._dir_paths[child]))
+                        self.reads.current.add(self._listing[child])
                         init = self.children.get(child, {}).get("__init__.py")
                         return init if init is not None else child
                     return child
@@ -454,13 +456,17 @@ class Scopes:
         remembered = self._class_members
         if remembered is None:
             return self._class_member(node, name, depth)
+        reads = self.reads
         known = remembered.get((node, name))
         if known is not None:
-            self.reads.replay(known[1])
+            reads.current.update(known[1])  # what finding it read, read again
             return known[0]
-        self.reads.open()
+        outer, inner = reads.current, set[Key]()
+        reads.current = inner
         found = self._class_member(node, name, depth)
-        remembered[(node, name)] = (found, self.reads.close())
+        reads.current = outer
+        outer.update(inner)
+        remembered[(node, name)] = (found, inner)
         return found
 
     def _class_member(self, node: int, name: str, depth: int) -> int | None:

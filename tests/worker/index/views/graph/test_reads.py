@@ -21,12 +21,14 @@ def test_a_remembered_lookup_counts_for_every_file_that_uses_it() -> None:
     the first file's own state included; a file's reads of its own state are left out."""
     reads = Reads()
     reads.at(1, Phase.CALLS)
-    reads.open()
+    outer, inner = reads.current, set()
+    reads.current = inner
     reads.file(ReadKind.FILE, 1)
     reads.name("x")
-    inner = reads.close()
+    reads.current = outer
+    outer.update(inner)
     reads.at(2, Phase.CALLS)
-    reads.replay(inner)
+    reads.current.update(inner)
     table = read_table(reads)
     rows = set(
         zip(
