@@ -223,8 +223,9 @@ def _plan(
     grammars: list[str | None],
 ) -> tuple[Plan, I64]:
     """What to resolve: everything, or what may differ from `previous` (with each of its
-    nodes' new node)."""
+    nodes' new node); the references of what it may resolve are gathered."""
     if previous is None:
+        data.gather_references()
         return Plan.whole(scopes), np.zeros(0, dtype=np.int64)
     now = Interfaces(
         names=data.names,
@@ -236,7 +237,10 @@ def _plan(
     dirty_from, carried_state, node_map = carry(
         previous, directories=directories, paths=paths, oids=oids, grammars=grammars, now=now
     )
-    return Plan(scopes, dirty_from, carried_state), node_map
+    plan = Plan(scopes, dirty_from, carried_state)
+    reachable = np.asarray(sorted(plan.reachable()), dtype=np.int64)
+    data.gather_references(np.isin(data.file_node, reachable))
+    return plan, node_map
 
 
 _TARGET_SHIFT: Final = 2

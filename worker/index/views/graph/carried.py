@@ -143,6 +143,22 @@ class Plan:
         picked = [file for file, start in self.dirty_from.items() if start <= phase]
         return np.isin(files, np.asarray(picked, dtype=np.int64))
 
+    def reachable(self) -> set[int]:
+        """Every file this build may resolve: those it resolves from the start, and those
+        that read the bindings or bases of one it may resolve (which may change)."""
+        assert self.dirty_from is not None
+        readers: dict[int, set[int]] = {}
+        for (_, _, node), files in self._readers.items():
+            readers.setdefault(node, set()).update(files)
+        found = set(self.dirty_from)
+        frontier = list(found)
+        while frontier:
+            for reader in readers.get(frontier.pop(), ()):
+                if reader not in found:
+                    found.add(reader)
+                    frontier.append(reader)
+        return found
+
     def files(self, phase: Phase, with_rows: list[int]) -> Iterator[int]:
         """The files `phase` resolves, in node order (`with_rows`: the files with references
         of this phase); carried state is put in place as each is reached."""

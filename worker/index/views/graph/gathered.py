@@ -28,13 +28,16 @@ class Gathered:
     """
 
     def __init__(self, index: CommitIndex, first_entity: int, file_node: I64) -> None:
+        """Gather every path's entities; references are gathered by `gather_references`."""
+        self._index = index
+        self.file_node = file_node
+        """Each path row's file node."""
         segments = index.segments
         seg_of_path = index.path_segment.astype(np.int64)
         blob_of_path = index.path_blob.astype(np.int64)
         n_paths = len(seg_of_path)
         self.n_lines = np.zeros(n_paths, dtype=np.int64)
-        entity_parts: list[tuple[I64, I64, int]] = []
-        reference_parts: list[tuple[I64, I64, int]] = []
+        parts: list[tuple[I64, I64, int]] = []
         for seg_index, segment in enumerate(segments):
             rows = np.flatnonzero(seg_of_path == seg_index)
             if not len(rows):
@@ -42,16 +45,35 @@ class Gathered:
             blobs = blob_of_path[rows]
             lines = segment.tables.blobs.column("n_lines").to_numpy()
             self.n_lines[rows] = lines[blobs]
-            for starts, counts, parts in (
-                (segment.blob_entity_start, segment.blob_entity_count, entity_parts),
-                (segment.blob_reference_start, segment.blob_reference_count, reference_parts),
-            ):
-                start = starts[blobs].astype(np.int64)
-                count = counts[blobs].astype(np.int64)
-                picked = np.repeat(start, count) + _ranges(count)
-                parts.append((np.repeat(rows, count), picked, seg_index))
-        self._entities(segments, blob_of_path, _concat_parts(entity_parts), first_entity, file_node)
-        self._references(segments, blob_of_path, _concat_parts(reference_parts), file_node)
+            parts.append(
+                _picked(
+                    rows, blobs, segment.blob_entity_start, segment.blob_entity_count, seg_index
+                )
+            )
+        self._entities(segments, blob_of_path, _concat_parts(parts), first_entity, file_node)
+
+    def gather_references(self, wanted: npt.NDArray[np.bool_] | None = None) -> None:
+        """Gather the references of every path, or of the path rows `wanted` (those of the
+        files a build may resolve: the others' are never read)."""
+        index = self._index
+        seg_of_path = index.path_segment.astype(np.int64)
+        blob_of_path = index.path_blob.astype(np.int64)
+        parts: list[tuple[I64, I64, int]] = []
+        for seg_index, segment in enumerate(index.segments):
+            mine = seg_of_path == seg_index
+            rows = np.flatnonzero(mine if wanted is None else mine & wanted)
+            if not len(rows):
+                continue
+            parts.append(
+                _picked(
+                    rows,
+                    blob_of_path[rows],
+                    segment.blob_reference_start,
+                    segment.blob_reference_count,
+                    seg_index,
+                )
+            )
+        self._references(index.segments, blob_of_path, _concat_parts(parts), self.file_node)
 
     def _entities(
         self,
@@ -168,6 +190,19 @@ class Gathered:
         self.target: list[str | None] = self.target_array.to_pylist()
         self.imported = _joined(columns["name"], back)
         self.alias = _joined(columns["alias"], back)
+
+
+def _picked(
+    rows: I64,
+    blobs: I64,
+    starts: npt.NDArray[np.integer],
+    counts: npt.NDArray[np.integer],
+    seg: int,
+) -> tuple[I64, I64, int]:
+    """The table rows of each path row's blob (by its start and count), with their owners."""
+    start = starts[blobs].astype(np.int64)
+    count = counts[blobs].astype(np.int64)
+    return np.repeat(rows, count), np.repeat(start, count) + _ranges(count), seg
 
 
 def _ranges(count: I64) -> I64:

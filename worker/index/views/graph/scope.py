@@ -530,7 +530,8 @@ class Scopes:
 
     def lookup(self, file: int, holder: int, name: str, parents: Sequence[int]) -> int | None:
         """What a bare name means in `holder` (an entity, or the file itself)."""
-        scope = self.scope(file)
+        # `file` is the one being resolved, and its own state is resolved with it: not a read.
+        scope = self._loaded(file)
         if scope.grammar in MEMBER_SCOPED and holder != file:
             # The enclosing classes (and C++ namespaces), innermost first, bases included.
             owner = self.enclosing_class(holder, parents)
