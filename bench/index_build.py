@@ -35,7 +35,7 @@ import pygit2
 from worker.index import IndexStore, build_commit_index
 from worker.index.analysis.segment_builder import SegmentBuilder, is_indexable
 from worker.index.store.build import blob_sources, missing_blobs, repo_index_dir, tree_blobs
-from worker.index.store.graph_tables import read_graph, read_graph_state
+from worker.index.store.graph_tables import read_graph, read_graph_state, write_graph
 from worker.index.views.graph.build import build_graph
 from worker.index.views.graph.carried import Previous
 
@@ -156,12 +156,17 @@ class GraphCarry:
 def bench_graph_carry(
     cache: Path, repo_id: str, repo: pygit2.Repository, base: str, edited: str
 ) -> GraphCarry:
-    """Time the graph of `edited` built from `base`'s stored graph (as the mirror builds it),
-    and built whole; both indexes must be stored, and `base`'s graph with its state."""
+    """Time the graph of `edited` built from `base`'s stored graph (as the mirror builds
+    it), and built whole; both commits' indexes must be stored. `base`'s graph is built and
+    stored first, as the mirror stores it, untimed."""
+    store = IndexStore(cache)
     base_dir = repo_index_dir(cache, repo_id) / "commits" / base
+    base_index = store.open(repo_id, repo, base, deadline=time.monotonic() + 600)
+    stored = build_graph(base_index)
+    write_graph(base_dir, stored.graph, stored.state)
     graph, state = read_graph(base_dir), read_graph_state(base_dir)
     if graph is None or state is None:
-        raise RuntimeError(f"{base[:12]} has no stored graph with its state")
+        raise RuntimeError(f"{base[:12]}: its graph did not read back")
     index = IndexStore(cache).open(repo_id, repo, edited, deadline=time.monotonic() + 600)
     carried = build_graph(index, Previous(graph, state))
     whole = build_graph(index)

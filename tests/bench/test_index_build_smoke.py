@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.index_build import bench_phases
-from tests.support.gitrepos import make_repo
+from bench.index_build import bench_graph_carry, bench_phases
+from tests.support.gitrepos import commit, init_repo, make_repo
+from worker.index import build_commit_index
 
 
 def test_phases_analyse_each_distinct_blob_once_and_account_for_the_whole_time(
@@ -37,3 +38,23 @@ def test_phases_take_every_kth_blob(tmp_path: Path) -> None:
     repo, commit = make_repo(tmp_path / "repo", files)
 
     assert bench_phases(Path(repo.path), commit, every=3)["blobs"] == 2
+
+
+def test_the_edited_commits_graph_is_carried_over_and_built_whole(tmp_path: Path) -> None:
+    """The graph of an edited commit is timed both ways, checked to be the same, and only the
+    files the edit may change are resolved again."""
+    files = {f"pkg/m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(6)}
+    files["pkg/use.py"] = "from pkg.m0 import f0\n\ndef g():\n    return f0()\n"
+    repo = init_repo(tmp_path / "repo")
+    base = commit(repo, files)
+    edited = commit(repo, {"pkg/m5.py": "def f5():\n    return 50\n"})
+    cache = tmp_path / "cache"
+    for sha in (base, edited):
+        build_commit_index(cache, "bench/repo", repo, sha)
+
+    carry = bench_graph_carry(cache, "bench/repo", repo, base, edited)
+
+    assert carry.files == len(files)
+    assert 0 < carry.resolved < carry.files
+    assert carry.carried_seconds > 0
+    assert carry.whole_seconds > 0
