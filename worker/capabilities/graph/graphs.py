@@ -20,8 +20,9 @@ from worker.capabilities.tooling import LicensedFiles
 from worker.errors import Timeout
 from worker.index import IndexStore
 from worker.index.store.build import repo_index_dir
-from worker.index.store.graph_tables import read_graph
+from worker.index.store.graph_tables import read_graph, read_graph_state
 from worker.index.views.graph.build import build_graph
+from worker.index.views.graph.carried import Previous
 from worker.index.views.graph.model import CommitGraph, EntityType, NodeIds
 from worker.index.views.text import CommitIndex
 from worker.licenses import LicenseCache
@@ -165,17 +166,27 @@ class GraphStore:
         return graph, time.perf_counter() - started
 
     def _build(self, pinned: ResolvedRepo, index: CommitIndex) -> tuple[CommitGraph, float]:
-        built = build_graph(index)
+        built = build_graph(index, self._mirrored(pinned))
         log.info(
             "graph.built",
             repo=pinned.name,
             commit=pinned.commit,
             files=built.files,
+            resolved=built.resolved,
             nodes=built.graph.n_nodes,
             edges=len(built.graph.edges.source),
             seconds=round(built.seconds, 3),
         )
         return built.graph, built.seconds
+
+    def _mirrored(self, pinned: ResolvedRepo) -> Previous | None:
+        """The graph the mirror stored for its head, to carry a nearby revision's from."""
+        head = pinned.state.indexed_commit
+        if head is None or head == pinned.commit:
+            return None
+        head_dir = repo_index_dir(self.indexes.cache_dir, pinned.name) / "commits" / head
+        graph, state = read_graph(head_dir), read_graph_state(head_dir)
+        return None if graph is None or state is None else Previous(graph, state)
 
     def open(self, pinned: ResolvedRepo, *, deadline: float) -> PinnedGraph:
         """The graph of a pinned commit, built (within `deadline`) if no one has yet."""

@@ -76,23 +76,31 @@ class GraphBuild:
     """Files whose references were resolved (all of them, unless carried over)."""
 
 
-def build_graph(index: CommitIndex, previous: Previous | None = None) -> GraphBuild:
+CARRY_LIMIT: Final = 0.5
+"""Past this share of its files to resolve again, a graph is built whole, not carried."""
+
+
+def build_graph(
+    index: CommitIndex, previous: Previous | None = None, *, carry_limit: float = CARRY_LIMIT
+) -> GraphBuild:
     """The entity graph of the commit an index is of.
 
-    With the graph of an earlier commit with the same paths (`previous`), only the files
-    whose resolution may have changed are resolved again (see `carried`); the graph is the
-    same either way.
+    With the graph of another commit (`previous`), only the files whose resolution may
+    have changed are resolved again (see `carried`), unless more than `carry_limit` of
+    them would be; the graph is the same either way.
     """
     started = time.perf_counter()
     if previous is not None:
         try:
-            return _build(index, previous, started)
+            return _build(index, previous, started, carry_limit)
         except StaleCarry as exc:
-            log.warning("graph.built_whole", commit=index.commit, reason=str(exc))
-    return _build(index, None, started)
+            log.info("graph.built_whole", commit=index.commit, reason=str(exc))
+    return _build(index, None, started, carry_limit)
 
 
-def _build(index: CommitIndex, previous: Previous | None, started: float) -> GraphBuild:
+def _build(
+    index: CommitIndex, previous: Previous | None, started: float, carry_limit: float
+) -> GraphBuild:
     """`build_graph`, carrying over what `previous` resolved (raises `StaleCarry` when it
     does not fit)."""
     paths: list[str] = index.path_column.to_pylist()
@@ -167,6 +175,7 @@ def _build(index: CommitIndex, previous: Previous | None, started: float) -> Gra
         paths=paths,
         oids=oids,
         grammars=grammar_list,
+        carry_limit=carry_limit,
     )
     resolved_edges, c_reads = _resolve(
         scopes,
@@ -221,6 +230,7 @@ def _plan(
     paths: list[str],
     oids: npt.NDArray[np.uint8],
     grammars: list[str | None],
+    carry_limit: float,
 ) -> tuple[Plan, I64]:
     """What to resolve: everything, or what may differ from `previous` (with each of its
     nodes' new node); the references of what it may resolve are gathered."""
@@ -235,7 +245,13 @@ def _plan(
         first_entity=data.first_entity,
     )
     dirty_from, carried_state, node_map = carry(
-        previous, directories=directories, paths=paths, oids=oids, grammars=grammars, now=now
+        previous,
+        directories=directories,
+        paths=paths,
+        oids=oids,
+        grammars=grammars,
+        now=now,
+        limit=carry_limit,
     )
     plan = Plan(scopes, dirty_from, carried_state)
     reachable = np.asarray(sorted(plan.reachable()), dtype=np.int64)

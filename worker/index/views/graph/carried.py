@@ -293,9 +293,14 @@ def carry(
     oids: npt.NDArray[np.uint8],
     grammars: list[str | None],
     now: Interfaces,
+    limit: float = 1.0,
 ) -> tuple[dict[int, Phase], ResolutionState, I64]:
     """What a build of a commit resolves again, given the graph of an earlier one; the state
-    it carries (in its node numbering); and each old node's new node (-1: gone)."""
+    it carries (in its node numbering); and each old node's new node (-1: gone).
+
+    Raises `StaleCarry` when the graph does not fit, or when more than `limit` (a share)
+    of the files would be resolved again.
+    """
     old = previous.graph
     ids = old.ids
     state = previous.state
@@ -354,6 +359,9 @@ def carry(
     for reader in np.unique(node_map[reads.reader[stale]]).tolist():
         if reader >= 0:
             dirty_from[reader] = Phase.IMPORTS
+    if len(dirty_from) > limit * len(paths):
+        # Carrying costs more than it saves once most files are resolved again anyway.
+        raise StaleCarry(f"{len(dirty_from)} of {len(paths)} files would be resolved again")
     return dirty_from, _remapped(state, node_map), node_map
 
 

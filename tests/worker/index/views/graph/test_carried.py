@@ -22,9 +22,10 @@ from worker.index.views.graph.model import CommitGraph
 def _build(
     cache: Path, repo: pygit2.Repository, head: str, previous: Previous | None
 ) -> GraphBuild:
+    """The commit's graph, carried from `previous` however much changed (no carry limit)."""
     build_commit_index(cache, "a/b", repo, head)
     index = IndexStore(cache).open("a/b", repo, head, deadline=time.monotonic() + 60)
-    return build_graph(index, previous)
+    return build_graph(index, previous, carry_limit=1.0)
 
 
 def _stored(commit_dir: Path, built: GraphBuild) -> Previous:
@@ -186,3 +187,17 @@ def test_any_sequence_of_edits_carries_to_the_whole_graph(
         built = _build(root / "cache", repo, head, previous)
         _assert_same(built.graph, _build(root / "cache", repo, head, None).graph)
         previous = _stored(root / f"g{step}", built)
+
+
+def test_a_commit_changing_most_files_is_built_whole(tmp_path: Path) -> None:
+    """Past the carry limit the graph is built whole (carrying would cost more), and it is
+    the same graph."""
+    repo = init_repo(tmp_path / "repo")
+    first = commit(repo, _PACKAGE)
+    before = _stored(tmp_path / "g0", _build(tmp_path / "cache", repo, first, None))
+    second = commit(repo, {path: text + "\n# edited\n" for path, text in _PACKAGE.items()})
+    build_commit_index(tmp_path / "cache", "a/b", repo, second)
+    index = IndexStore(tmp_path / "cache").open("a/b", repo, second, deadline=time.monotonic() + 60)
+    built = build_graph(index, before)
+    assert built.resolved == built.files
+    _assert_same(built.graph, build_graph(index).graph)
