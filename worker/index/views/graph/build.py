@@ -313,14 +313,15 @@ def _resolve(
     imports = data.relation == Relation.IMPORT
     includes = imports & _in_grammars(grammars, paths, "c", "cpp")[data.reference_path]
     row_file = file_node[data.reference_path]
-    import_rows = _rows_by_file(np.flatnonzero(imports & ~includes), row_file)
+    import_all = np.flatnonzero(imports & ~includes)
+    inherit_all = np.flatnonzero(data.relation == Relation.INHERIT)
+    texts = data.texts(np.concatenate([import_all, inherit_all]))
+    import_rows = _rows_by_file(import_all, row_file)
     for file in plan.files(Phase.IMPORTS, sorted(import_rows)):
         reads.at(file, Phase.IMPORTS)
         reader = IMPORT_READERS.get(scopes.grammar(file) or "", no_import)
         for r in import_rows.get(file, ()):
-            target, bound = reader(
-                scopes, file, data.target[r] or "", data.imported[r], data.alias[r]
-            )
+            target, bound = reader(scopes, file, *texts[r])
             if target is None or target < 0:
                 continue
             if bound and bound != "*":
@@ -332,7 +333,7 @@ def _resolve(
         plan.resolving(file_node[data.reference_path[include_rows]], Phase.IMPORTS)
     ]
     include_edges, include_reads = _c_includes(scopes, data, include_rows, paths, file_node)
-    inherit_rows = _rows_by_file(np.flatnonzero(data.relation == Relation.INHERIT), row_file)
+    inherit_rows = _rows_by_file(inherit_all, row_file)
     for file in plan.files(Phase.BASES, sorted(inherit_rows)):
         reads.at(file, Phase.BASES)
         # Where namespaces span files, a base is named from inside its class's namespaces
@@ -341,7 +342,7 @@ def _resolve(
         for r in inherit_rows.get(file, ()):
             holder = int(data.holder[r])
             where = holder if spans else file
-            parts = _SEPARATORS.split(data.target[r] or "")
+            parts = _SEPARATORS.split(texts[r][0])
             base = scopes.resolve_chain(file, where, parts, parents)
             if base is not None and types[base] == EntityType.CLASS and base != holder:
                 found.add(holder, base, Relation.INHERIT)

@@ -187,9 +187,27 @@ class Gathered:
             if columns["target"]
             else pa.array([], pa.string())
         )
-        self.target: list[str | None] = self.target_array.to_pylist()
-        self.imported = _joined(columns["name"], back)
-        self.alias = _joined(columns["alias"], back)
+        self._imported = _joined(columns["name"], back)
+        self._alias = _joined(columns["alias"], back)
+
+    def texts(self, rows: I64) -> dict[int, tuple[str, str | None, str | None]]:
+        """The target, imported name and alias of the reference rows asked for.
+
+        Only these become Python strings: most rows are calls, which are read as arrays.
+        """
+        taken = pa.array(rows, pa.int64())
+        return dict(
+            zip(
+                rows.tolist(),
+                zip(
+                    self.target_array.take(taken).fill_null("").to_pylist(),
+                    self._imported.take(taken).to_pylist(),
+                    self._alias.take(taken).to_pylist(),
+                    strict=True,
+                ),
+                strict=True,
+            )
+        )
 
 
 def _picked(
@@ -256,7 +274,7 @@ def _relation_codes(column: pa.ChunkedArray) -> npt.NDArray[np.uint8]:
     return codes
 
 
-def _joined(parts: list[pa.Array], back: pa.Array) -> list[str | None]:
+def _joined(parts: list[pa.Array], back: pa.Array) -> pa.Array:
     if not parts:
-        return []
-    return pa.concat_arrays(parts).take(back).to_pylist()  # type: ignore[no-any-return]
+        return pa.array([], pa.string())
+    return pa.concat_arrays(parts).take(back)
