@@ -1,12 +1,13 @@
-"""What a graph build carries over from the graph of an earlier commit with the same paths.
+"""What a graph build carries over from the graph of another commit.
 
 A file's references are resolved again only from the first phase (see `reads.Phase`) in
 which something it read may have changed: its own blob, the definitions of another file it
-read, a name it looked up, or the bindings or bases another file made. The first three are
-known from the two commits' blobs before resolving; the last two only once the file that
-makes them has been resolved again, so files are taken in the order a whole build takes
-them, and each file's carried state is put in place when the build passes it. What the
-graph holds is then the same as a whole build's.
+read, a name it looked up, a path lookup that files coming or going touch, or the bindings
+or bases another file made. The first four are known from the two commits' paths and blobs
+before resolving; the last two only once the file that makes them has been resolved again,
+so files are taken in the order a whole build takes them, and each file's carried state is
+put in place when the build passes it. What the graph holds is then the same as a whole
+build's.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ _EVERY_PHASE: tuple[Phase, ...] = tuple(Phase)
 
 
 class StaleCarry(Exception):
-    """The carried graph does not fit the commit: it is built whole instead."""
+    """The graph is better built whole: the carried one does not fit the commit, or most
+    files would be resolved again anyway."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +67,8 @@ class ResolutionState:
 
 @dataclass(frozen=True, slots=True)
 class Previous:
-    """The graph of an earlier commit and the state resolving it left."""
+    """The graph of another commit (the last head, or a later one) and the state resolving
+    it left."""
 
     graph: CommitGraph
     state: ResolutionState
@@ -295,7 +298,7 @@ def carry(
     now: Interfaces,
     limit: float = 1.0,
 ) -> tuple[dict[int, Phase], ResolutionState, I64]:
-    """What a build of a commit resolves again, given the graph of an earlier one; the state
+    """What a build of a commit resolves again, given the graph of another one; the state
     it carries (in its node numbering); and each old node's new node (-1: gone).
 
     Raises `StaleCarry` when the graph does not fit, or when more than `limit` (a share)

@@ -2,9 +2,10 @@
 
 Resolution runs in three phases (imports bind names, then bases are found, then calls), and
 what a file's references mean in a phase depends on its own blob and on what it reads of the
-rest of the commit: another file's definitions, a name defined once in the commit, another
-file's import bindings, the bases of another file's classes. A later commit re-resolves a
-file from the first phase whose reads may have changed, and keeps the rest.
+rest of the commit: another file's definitions, a name defined once in the commit, which
+paths it has, another file's import bindings, the bases of another file's classes. Another
+commit's build resolves a file again from the first phase whose reads may have changed, and
+keeps the rest (see `carried`).
 """
 
 from __future__ import annotations
