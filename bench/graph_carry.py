@@ -23,7 +23,7 @@ import numpy as np
 import pygit2
 
 from worker.index import IndexStore, build_commit_index
-from worker.index.store.graph_tables import read_graph, read_graph_state, write_graph
+from worker.index.store.graph_tables import read_carried, write_graph
 from worker.index.views.graph.build import GraphBuild, build_graph
 from worker.index.views.graph.carried import Previous
 from worker.index.views.graph.model import CommitGraph
@@ -70,10 +70,10 @@ def first_parent_commits(repo: pygit2.Repository, count: int) -> list[str]:
 def _stored(commit_dir: Path, built: GraphBuild) -> Previous:
     commit_dir.mkdir(parents=True, exist_ok=True)
     write_graph(commit_dir, built.graph, built.state)
-    graph, state = read_graph(commit_dir), read_graph_state(commit_dir)
-    if graph is None or state is None:
+    previous = read_carried(commit_dir)
+    if previous is None:
         raise RuntimeError(f"{commit_dir}: the graph did not read back")
-    return Previous(graph, state)
+    return previous
 
 
 def carry_history(repo_path: Path, commits: int, work: Path) -> CarryRun:

@@ -35,9 +35,8 @@ import pygit2
 from worker.index import IndexStore, build_commit_index
 from worker.index.analysis.segment_builder import SegmentBuilder, is_indexable
 from worker.index.store.build import blob_sources, missing_blobs, repo_index_dir, tree_blobs
-from worker.index.store.graph_tables import read_graph, read_graph_state, write_graph
+from worker.index.store.graph_tables import read_carried, write_graph
 from worker.index.views.graph.build import build_graph
-from worker.index.views.graph.carried import Previous
 
 DEFAULT_QUERIES = (
     "where is the CSRF token checked",
@@ -164,11 +163,11 @@ def bench_graph_carry(
     base_index = store.open(repo_id, repo, base, deadline=time.monotonic() + 600)
     stored = build_graph(base_index)
     write_graph(base_dir, stored.graph, stored.state)
-    graph, state = read_graph(base_dir), read_graph_state(base_dir)
-    if graph is None or state is None:
+    previous = read_carried(base_dir)
+    if previous is None:
         raise RuntimeError(f"{base[:12]}: its graph did not read back")
     index = IndexStore(cache).open(repo_id, repo, edited, deadline=time.monotonic() + 600)
-    carried = build_graph(index, Previous(graph, state))
+    carried = build_graph(index, previous)
     whole = build_graph(index)
     a, b = carried.graph, whole.graph
     same = a.names == b.names and all(

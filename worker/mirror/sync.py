@@ -480,9 +480,8 @@ class Mirror:
         entity graph the index gives (resolving again only what may differ from the graph of
         `previous_commit`, when it is stored)."""
         from worker.index import IndexStore, build_commit_index
-        from worker.index.store.graph_tables import read_graph, read_graph_state, write_graph
+        from worker.index.store.graph_tables import read_carried, write_graph
         from worker.index.views.graph.build import build_graph
-        from worker.index.views.graph.carried import Previous
 
         workers = self._index_workers()
         max_blob_bytes = self.config.server.max_blob_bytes
@@ -502,9 +501,7 @@ class Mirror:
         )
         previous = None
         if previous_commit is not None and previous_commit != commit:
-            previous_dir = commit_dir.parent / previous_commit
-            graph, state = read_graph(previous_dir), read_graph_state(previous_dir)
-            previous = Previous(graph, state) if graph is not None and state is not None else None
+            previous = read_carried(commit_dir.parent / previous_commit)
         built = build_graph(index, previous)
         write_graph(commit_dir, built.graph, built.state)
         log.info(

@@ -20,7 +20,7 @@ from worker.capabilities.tooling import LicensedFiles
 from worker.errors import Timeout
 from worker.index import IndexStore
 from worker.index.store.build import repo_index_dir
-from worker.index.store.graph_tables import read_graph, read_graph_state
+from worker.index.store.graph_tables import read_carried, read_graph
 from worker.index.views.graph.build import build_graph
 from worker.index.views.graph.carried import Previous
 from worker.index.views.graph.model import CommitGraph, EntityType, NodeIds
@@ -184,9 +184,7 @@ class GraphStore:
         head = pinned.state.indexed_commit
         if head is None or head == pinned.commit:
             return None
-        head_dir = repo_index_dir(self.indexes.cache_dir, pinned.name) / "commits" / head
-        graph, state = read_graph(head_dir), read_graph_state(head_dir)
-        return None if graph is None or state is None else Previous(graph, state)
+        return read_carried(repo_index_dir(self.indexes.cache_dir, pinned.name) / "commits" / head)
 
     def open(self, pinned: ResolvedRepo, *, deadline: float) -> PinnedGraph:
         """The graph of a pinned commit, built (within `deadline`) if no one has yet."""

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from worker.index.store.segment import FORMAT_VERSION, read_table, write_table
-from worker.index.views.graph.carried import FileImports, ResolutionState
+from worker.index.views.graph.carried import FileImports, Previous, ResolutionState
 from worker.index.views.graph.model import CommitGraph, Edges, NodeIds
 from worker.index.views.graph.reads import ReadTable
 
@@ -224,3 +224,10 @@ def read_graph_state(commit_dir: Path) -> ResolutionState | None:
         imports=made,
         bases=by_file,
     )
+
+
+def read_carried(commit_dir: Path) -> Previous | None:
+    """A commit's stored graph with the state resolving it left (for another commit's build
+    to carry over), or None when either is missing."""
+    graph, state = read_graph(commit_dir), read_graph_state(commit_dir)
+    return None if graph is None or state is None else Previous(graph, state)

@@ -22,7 +22,6 @@ import structlog
 from worker.index.analysis.distinct import distinct
 from worker.index.analysis.grammars import grammar_of
 from worker.index.views.graph.carried import (
-    Interfaces,
     Plan,
     Previous,
     ResolutionState,
@@ -41,7 +40,6 @@ from worker.index.views.graph.model import (
 from worker.index.views.graph.reads import (
     Phase,
     ReadKind,
-    Reads,
     ReadTable,
     file_key,
     read_table,
@@ -162,7 +160,6 @@ def _build(
         entities_of=entities_of,
         file_of=file_of,
         only_definitions=only_definitions,
-        reads=Reads(),
     )
     grammar_list = [grammars[p] for p in paths]
     oids = np.ascontiguousarray(index.path_oids)
@@ -237,20 +234,13 @@ def _plan(
     if previous is None:
         data.gather_references()
         return Plan.whole(scopes), np.zeros(0, dtype=np.int64)
-    now = Interfaces(
-        names=data.names,
-        types=data.types,
-        parent=data.entity_parent,
-        entity_path=data.entity_path,
-        first_entity=data.first_entity,
-    )
     dirty_from, carried_state, node_map = carry(
         previous,
         directories=directories,
         paths=paths,
         oids=oids,
         grammars=grammars,
-        now=now,
+        now=data,
         limit=carry_limit,
     )
     plan = Plan(scopes, dirty_from, carried_state)

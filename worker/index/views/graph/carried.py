@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from worker.index.views.graph.gathered import Gathered
 from worker.index.views.graph.model import CommitGraph, NodeIds, Relation
 from worker.index.views.graph.reads import (
     Phase,
@@ -72,18 +73,6 @@ class Previous:
 
     graph: CommitGraph
     state: ResolutionState
-
-
-@dataclass(frozen=True, slots=True)
-class Interfaces:
-    """Every file's definitions as resolving sees them, in entity order."""
-
-    names: list[str]
-    types: npt.NDArray[np.uint8]
-    parent: I64
-    """Each entity's parent node (a file node at the top of its file)."""
-    entity_path: I64
-    first_entity: int
 
 
 def entity_parents(graph: CommitGraph, first_entity: int) -> I64:
@@ -295,7 +284,7 @@ def carry(
     paths: list[str],
     oids: npt.NDArray[np.uint8],
     grammars: list[str | None],
-    now: Interfaces,
+    now: Gathered,
     limit: float = 1.0,
 ) -> tuple[dict[int, Phase], ResolutionState, I64]:
     """What a build of a commit resolves again, given the graph of another one; the state
@@ -335,7 +324,7 @@ def carry(
         nlo, nhi = int(new_bounds[nrow]), int(new_bounds[nrow + 1])
         was = _definitions(old.names, old.types, old_parent, old_first, range(lo, hi))
         is_now = _definitions(
-            now.names, now.types, now.parent, first, range(nlo, nhi), entities=True
+            now.names, now.types, now.entity_parent, first, range(nlo, nhi), entities=True
         )
         # A header read as C++ rather than C has other names seen across the commit.
         if state.grammars[row] == grammars[nrow] and _same(was, is_now):
@@ -369,7 +358,7 @@ def carry(
 
 
 def _moved(
-    old: CommitGraph, ids: NodeIds, directories: list[str], paths: list[str], now: Interfaces
+    old: CommitGraph, ids: NodeIds, directories: list[str], paths: list[str], now: Gathered
 ) -> tuple[I64, I64, I64, I64]:
     """Each old node's new node (by path; an entity moves with its file's block), each old
     file row's new row (-1: gone), and where each file's entities start, then and now."""

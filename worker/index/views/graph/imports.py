@@ -61,7 +61,7 @@ def _go_import(
     scopes: Scopes, file: int, module: str, name: str | None, alias: str | None
 ) -> _Resolved:
     parts = module.split("/")
-    scopes.read_path(directory_key(module))
+    scopes.reads.path(directory_key(module))
     found = scopes.dir_nodes.get(module)
     if found is None and "." in parts[0]:  # a module path (`github.com/...`), not the stdlib
         found = scopes.directory_by_suffix(module)
@@ -127,7 +127,7 @@ def _ruby_import(
     path = module.removesuffix(".rb") + ".rb"
     if module.startswith(".") or "/" in module:
         return scopes.file_by_suffix(scopes.paths[file], path.removeprefix("./")), None
-    scopes.read_path(file_key(path))
+    scopes.reads.path(file_key(path))
     found = scopes.file_nodes.get(f"lib/{path}", scopes.file_nodes.get(path))
     return found, None
 

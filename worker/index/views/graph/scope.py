@@ -127,10 +127,9 @@ class Scopes:
         entities_of: Callable[[int], Iterable[tuple[int, str, bool]]],
         file_of: Callable[[int], int],
         only_definitions: Callable[[], dict[str, int]],
-        reads: Reads | None = None,
     ) -> None:
         self.types = types
-        self.reads = reads or Reads()
+        self.reads = Reads()
         """What each file's resolution reads of the rest of the commit (see `reads`)."""
         self._entities_of = entities_of
         self._file_of = file_of
@@ -185,12 +184,6 @@ class Scopes:
             parent, _, name = path.rpartition("/")
             self.children[dir_nodes[parent] if parent else -1][name] = node
         self._dir_paths = {node: path for path, node in dir_nodes.items()}
-        self._listing = {node: listing_key(path) for node, path in self._dir_paths.items()}
-        self._listing[-1] = listing_key("")
-
-    def read_path(self, key: str) -> None:
-        """Record a lookup of the commit's paths (see `reads.path_keys`)."""
-        self.reads.path(key)
 
     def grammar(self, node: int) -> str | None:
         """A file's grammar; None for a directory or a file no parser reads."""
@@ -253,15 +246,15 @@ class Scopes:
             base = _folder(importer)
             for _ in range(dots - 1):
                 base = _folder(base)
-            self.reads.current.add(directory_key(base))
+            self.reads.path(directory_key(base))
             node: int | None = self.dir_nodes.get(base, -1) if base else -1
             for part in rest.split(".") if rest else []:
                 node = self.member(node, part) if node is not None else None
             return node
-        self.reads.current.add(module_key(rest))
+        self.reads.path(module_key(rest))
         candidates = self._python_modules.get(rest, [])
         if not candidates:
-            self.reads.current.add(listing_key(""))
+            self.reads.path(listing_key(""))
             top = self.children[-1].get(rest.split(".")[0])
             if top is not None and self.types[top] == EntityType.DIRECTORY:
                 node = top
@@ -290,9 +283,9 @@ class Scopes:
             return None
         target = posixpath.normpath(posixpath.join(posixpath.dirname(importer), spec))
         for tried in (target, *(target + e for e in _JS_EXTENSIONS)):
-            self.reads.current.add(file_key(tried))
+            self.reads.path(file_key(tried))
         for e in _JS_EXTENSIONS:
-            self.reads.current.add(file_key(f"index{e}"))
+            self.reads.path(file_key(f"index{e}"))
         if target in self.file_nodes:
             return self.file_nodes[target]
         for candidate in (
@@ -305,7 +298,7 @@ class Scopes:
 
     def directory_by_suffix(self, path: str) -> int | None:
         """The directory whose path ends the import path (Go packages), longest first."""
-        self.reads.current.add(directory_key(path))
+        self.reads.path(directory_key(path))
         parts = path.split("/")
         for i in range(len(parts)):
             found = self.dir_nodes.get("/".join(parts[i:]))
@@ -316,7 +309,7 @@ class Scopes:
     def directories_ending(self, path: str) -> list[int]:
         """The directories whose path is `path` or ends with it, the shortest first: a
         Kotlin package under each source set (`src/main/kotlin/a/b`, `src/jvmMain/kotlin/a/b`)."""
-        self.reads.current.add(directory_key(path))
+        self.reads.path(directory_key(path))
         if path in self._ending_dirs:
             return self._ending_dirs[path]
         index = self._dirs_by_name
@@ -346,7 +339,7 @@ class Scopes:
         """`file_by_suffix` for an importer in `folder` (`record`: as a read of the file being
         resolved)."""
         if record:
-            self.reads.current.add(file_key(path))
+            self.reads.path(file_key(path))
         key = (folder, path)
         if key in self._by_suffix:
             return self._by_suffix[key]
@@ -391,7 +384,7 @@ class Scopes:
             crate = (
                 importer.split("/src/", maxsplit=1)[0] + "/src" if "/src/" in importer else "src"
             )
-            self.reads.current.add(directory_key(crate))
+            self.reads.path(directory_key(crate))
             module_dir = crate if crate in self.dir_nodes else ""
             parts = parts[1:]
         while parts and parts[0] in ("self", "super"):
@@ -399,8 +392,8 @@ class Scopes:
                 module_dir = _folder(module_dir)
         node: int | None = None
         for part in parts:
-            self.reads.current.add(file_key(f"{part}.rs"))
-            self.reads.current.add(file_key("mod.rs"))
+            self.reads.path(file_key(f"{part}.rs"))
+            self.reads.path(file_key("mod.rs"))
             found = self.file_nodes.get(f"{module_dir}/{part}.rs".lstrip("/"))
             if found is None:
                 found = self.file_nodes.get(f"{module_dir}/{part}/mod.rs".lstrip("/"))
@@ -417,20 +410,20 @@ class Scopes:
             return None
         kind = self.types[node] if node >= 0 else EntityType.DIRECTORY
         if kind == EntityType.DIRECTORY:
-            self.reads.current.add(self._listing[node])
+            self.reads.path(listing_key(self._dir_paths.get(node, "")))
             children = self.children.get(node, {})
             for entry in (f"{name}.py", name, f"{name}.rs"):
                 if entry in children:
                     child = children[entry]
                     if self.types[child] == EntityType.DIRECTORY:
-                        self.reads.current.add(self._listing[child])
+                        self.reads.path(listing_key(self._dir_paths[child]))
                         init = self.children.get(child, {}).get("__init__.py")
                         return init if init is not None else child
                     return child
             if node not in self._packages:
                 return None
             # A Go or Kotlin package: its files' definitions, read as one.
-            self.reads.current.add(definitions_key(self._dir_paths.get(node, "")))
+            self.reads.path(definitions_key(self._dir_paths.get(node, "")))
             for child in children.values():
                 if self.grammar(child) in _PACKAGED:
                     top = self._loaded(child).top
@@ -441,7 +434,7 @@ class Scopes:
             scope = self.scope(node)
             if name in scope.top:
                 return scope.top[name]
-            self.reads.current.add(node * NODE_KINDS + ReadKind.BINDINGS)
+            self.reads.file(ReadKind.BINDINGS, node)
             if name in scope.bindings:
                 return scope.bindings[name]
             if scope.path.endswith("/__init__.py") or scope.path == "__init__.py":
@@ -488,8 +481,8 @@ class Scopes:
     def _go_method(self, key: tuple[int, str], name: str) -> int | None:
         """A method of a Go type declared in another file of its package."""
         folder = _folder(self.paths[key[0]])
-        self.reads.current.add(listing_key(folder))
-        self.reads.current.add(definitions_key(folder))
+        self.reads.path(listing_key(folder))
+        self.reads.path(definitions_key(folder))
         package = self.dir_nodes.get(folder, -1)
         for file in self.children.get(package, {}).values():
             if file != key[0] and self.grammar(file) == "go":
@@ -556,7 +549,7 @@ class Scopes:
         if scope.grammar in ("java", "php"):
             # A class of the same package (namespace): the file named after it beside this one.
             folder = _folder(scope.path)
-            self.reads.current.add(listing_key(folder))
+            self.reads.path(listing_key(folder))
             package = self.dir_nodes.get(folder, -1)
             sibling = self.children.get(package, {}).get(f"{name}.{scope.grammar}")
             return None if sibling is None else self.scope(sibling).top.get(name)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tests.support.gitrepos import commit, init_repo
 from worker.index import IndexStore, build_commit_index
-from worker.index.store.graph_tables import read_graph, read_graph_state, write_graph
+from worker.index.store.graph_tables import read_carried, write_graph
 from worker.index.views.graph.build import GraphBuild, build_graph
 from worker.index.views.graph.carried import Previous
 from worker.index.views.graph.model import CommitGraph
@@ -32,10 +32,9 @@ def _stored(commit_dir: Path, built: GraphBuild) -> Previous:
     """The build as the mirror keeps it: written, then read back."""
     commit_dir.mkdir(parents=True, exist_ok=True)
     write_graph(commit_dir, built.graph, built.state)
-    graph, state = read_graph(commit_dir), read_graph_state(commit_dir)
-    assert graph is not None
-    assert state is not None
-    return Previous(graph, state)
+    previous = read_carried(commit_dir)
+    assert previous is not None
+    return previous
 
 
 def _assert_same(carried: CommitGraph, whole: CommitGraph) -> None:
