@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.errors import InvalidRequest
-from worker.index.analysis.grammars import PARSED_LANGUAGES, grammar_of
+from worker.index.analysis.grammars import PARSED_LANGUAGES, grammar_of, grammars_of
 from worker.languages import (
     EXTENSIONS,
     FILE_NAMES,
@@ -101,6 +101,22 @@ def test_grammars_follow_the_table_with_tsx_parsed_as_such() -> None:
     assert {grammar_of(f"x{e}") for exts in EXTENSIONS.values() for e in exts} - {None} == (
         PARSED_LANGUAGES
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.sampled_from(["a", "x.py", ".tsx", "c.tsx", "b.TSX", "py.", "Makefile", "d.h"]),
+            min_size=1,
+            max_size=3,
+        ).map("/".join),
+        max_size=12,
+    )
+)
+def test_grammars_of_many_paths_agree_with_each_path_alone(paths: list[str]) -> None:
+    """A tree's grammars looked up together are each path's own, names and extensions alike."""
+    assert grammars_of(paths) == [grammar_of(p) for p in paths]
 
 
 def test_a_header_declaring_cpp_is_parsed_as_cpp() -> None:

@@ -18,12 +18,13 @@ from __future__ import annotations
 import importlib
 import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
 import tree_sitter
 
-from worker.languages import extension_of, language_of
+from worker.languages import FILE_NAMES, extension_of, language_of
 
 PARSED_LANGUAGES: Final = frozenset(
     {
@@ -301,6 +302,36 @@ def grammar_of(path: str, data: bytes | None = None) -> str | None:
     if language == "c" and data is not None and extension_of(path) == ".h":
         return "cpp" if _declares_cpp(data) else "c"
     return _GRAMMAR_OF_LANGUAGE.get(language) if language is not None else None
+
+
+def grammars_of(paths: Iterable[str]) -> list[str | None]:
+    """`grammar_of` each path, by name alone (no header is read as C++ here).
+
+    A grammar follows from a file's extension unless its whole name is known: each
+    extension is looked up once, as a tree's file names are mostly distinct.
+    """
+    by_extension: dict[str, str | None] = {}
+    by_name: dict[str, str | None] = {}
+    found = []
+    for path in paths:
+        name = path.rpartition("/")[2]
+        dot = name.rfind(".")
+        if dot <= 0 or name in _NAMED_FILES:
+            grammar = by_name.get(name, _UNSEEN)
+            if grammar is _UNSEEN:
+                grammar = by_name[name] = grammar_of(name)
+        else:
+            extension = name[dot:]
+            grammar = by_extension.get(extension, _UNSEEN)
+            if grammar is _UNSEEN:
+                grammar = by_extension[extension] = grammar_of("_" + extension)
+        found.append(grammar)
+    return found
+
+
+_NAMED_FILES: Final = frozenset(name for names in FILE_NAMES.values() for name in names)
+_UNSEEN: Final = "\0"
+"""No grammar's name: a lookup's miss."""
 
 
 def comment_prefixes(language: str) -> tuple[bytes, ...]:

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import structlog
 
 from worker.index.analysis.distinct import distinct
-from worker.index.analysis.grammars import grammar_of
+from worker.index.analysis.grammars import grammars_of
 from worker.index.views.graph.carried import (
     Plan,
     Previous,
@@ -102,8 +102,7 @@ def _build(
     """`build_graph`, carrying over what `previous` resolved (raises `StaleCarry` when it
     does not fit)."""
     paths: list[str] = index.path_column.to_pylist()
-    found = {p.rsplit("/", i)[0] for p in paths for i in range(1, p.count("/") + 1)}
-    directories = sorted(found)
+    directories = _directories(paths)
     dir_nodes = {d: i for i, d in enumerate(directories)}
     n_dirs = len(directories)
     file_nodes = {p: n_dirs + i for i, p in enumerate(paths)}
@@ -125,7 +124,7 @@ def _build(
     names += [p.rpartition("/")[2] for p in paths]
     names += data.names
     node_paths = directories + paths
-    grammars = {path: grammar_of(path) for path in paths}
+    grammars = dict(zip(paths, grammars_of(paths), strict=True))
     for row in data.cpp_paths.tolist():
         if grammars[paths[row]] == "c":  # a header the index parsed as C++
             grammars[paths[row]] = "cpp"
@@ -216,6 +215,18 @@ def _build(
         ),
     )
     return GraphBuild(graph, time.perf_counter() - started, len(paths), state, resolved)
+
+
+def _directories(paths: list[str]) -> list[str]:
+    """Every directory holding one of the paths, sorted."""
+    found: set[str] = set()
+    # Files share their folders: each distinct folder's ancestors are walked once.
+    for parent in {p.rpartition("/")[0] for p in paths}:
+        folder = parent
+        while folder and folder not in found:
+            found.add(folder)
+            folder = folder.rpartition("/")[0]
+    return sorted(found)
 
 
 def _plan(

@@ -89,9 +89,8 @@ class NodeIds(Sequence[str]):
         self._n_dirs = n_dirs
         self._entity_path = entity_path
         self._names = entity_names
-        self._plain_row = {path: row for row, path in enumerate(plain)}
-        n_files = len(plain) - n_dirs
-        self._bounds = np.searchsorted(entity_path, np.arange(n_files + 1))
+        self._plain_rows: dict[str, int] | None = None
+        self._bounds: I64 | None = None
         self._rank: list[int] | None = None
         self._by_file: dict[int, dict[str, int]] = {}
 
@@ -132,14 +131,22 @@ class NodeIds(Sequence[str]):
             self._rank = rank.tolist()
         return self._rank
 
+    def _plain_row(self) -> dict[str, int]:
+        """Each directory's and file's row by its path (made on first use: a build that only
+        writes the graph never asks)."""
+        if self._plain_rows is None:
+            self._plain_rows = {path: row for row, path in enumerate(self._plain)}
+        return self._plain_rows
+
     def row(self, node_id: str) -> int | None:
         """The node with this id, or None."""
-        found = self._plain_row.get(node_id)
+        plain_row = self._plain_row()
+        found = plain_row.get(node_id)
         if found is not None:
             return found
         at = node_id.find(":")
         while at > 0:
-            file_row = self._plain_row.get(node_id[:at])
+            file_row = plain_row.get(node_id[:at])
             if file_row is not None and file_row >= self._n_dirs:
                 entity = self._in_file(file_row - self._n_dirs).get(node_id[at + 1 :])
                 if entity is not None:
@@ -150,6 +157,9 @@ class NodeIds(Sequence[str]):
     def _in_file(self, path_row: int) -> dict[str, int]:
         table = self._by_file.get(path_row)
         if table is None:
+            if self._bounds is None:
+                n_files = len(self._plain) - self._n_dirs
+                self._bounds = np.searchsorted(self._entity_path, np.arange(n_files + 1))
             lo, hi = int(self._bounds[path_row]), int(self._bounds[path_row + 1])
             ranks = self._ranks()
             base = len(self._plain)
@@ -207,11 +217,8 @@ class CommitGraph:
         self._row = (
             ids.row if isinstance(ids, NodeIds) else {i: row for row, i in enumerate(ids)}.get
         )
-        n = len(ids)
-        self._out = _offsets(edges.source, n)
-        by_target = np.lexsort((edges.source, edges.relation, edges.target))
-        self._in_order = by_target.astype(np.int64)
-        self._in = _offsets(edges.target[by_target], n)
+        self._out = _offsets(edges.source, len(ids))
+        self._incoming: tuple[I64, I64] | None = None
 
     @property
     def n_nodes(self) -> int:
@@ -228,8 +235,19 @@ class CommitGraph:
 
     def incoming(self, node: int) -> list[int]:
         """The edge rows arriving at a node."""
-        rows: list[int] = self._in_order[self._in[node] : self._in[node + 1]].tolist()
+        order, offsets = self._incoming_index()
+        rows: list[int] = order[offsets[node] : offsets[node + 1]].tolist()
         return rows
+
+    def _incoming_index(self) -> tuple[I64, I64]:
+        """The edge rows by target, and each node's offset into them: made on first use, as
+        a build that only writes or carries the graph never asks. Two readers making it at
+        once make the same arrays."""
+        if self._incoming is None:
+            edges = self.edges
+            order = np.lexsort((edges.source, edges.relation, edges.target)).astype(np.int64)
+            self._incoming = order, _offsets(edges.target[order], len(self.ids))
+        return self._incoming
 
     def parent(self, node: int) -> int | None:
         """The node that contains this one (None at the top)."""
