@@ -345,7 +345,7 @@ def _resolve(
             where = holder if spans else file
             parts = _SEPARATORS.split(texts[r][0])
             base = scopes.resolve_chain(file, where, parts, parents)
-            if base is not None and types[base] == EntityType.CLASS and base != holder:
+            if base is not None and scopes.types[base] == EntityType.CLASS and base != holder:
                 found.add(holder, base, Relation.INHERIT)
                 key = scopes.class_of(holder)
                 if key is not None:
