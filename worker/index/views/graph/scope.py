@@ -67,6 +67,12 @@ _OWNED: Final = _JS_GRAMMARS | {"go"}
 """Languages whose top-level functions may be methods of an object (see `Scopes._owners`)."""
 
 
+_DIRECTORY: Final = int(EntityType.DIRECTORY)
+_FILE: Final = int(EntityType.FILE)
+_CLASS: Final = int(EntityType.CLASS)
+"""The entity types as plain ints, for the lookups every reference makes."""
+
+
 def _folder(path: str) -> str:
     """The directory of a path in the tree ("" at the root): `posixpath.dirname` for paths
     as a git tree has them (relative, no doubled slashes), without its generality."""
@@ -221,7 +227,7 @@ class Scopes:
             self.members[(scope.node, owner)].setdefault(name, node)
         if top_level and scope.grammar in _OWNED and (owner or scope.grammar != "go"):
             self._owners[node] = owner or name
-        if self.types[node] == EntityType.CLASS:
+        if self.types[node] == _CLASS:
             self.class_key[node] = (scope.node, qualified)
 
     def bases_known(self) -> None:
@@ -256,7 +262,7 @@ class Scopes:
         if not candidates:
             self.reads.path(listing_key(""))
             top = self.children[-1].get(rest.split(".")[0])
-            if top is not None and self.types[top] == EntityType.DIRECTORY:
+            if top is not None and self.types[top] == _DIRECTORY:
                 node = top
                 for part in rest.split(".")[1:]:
                     node = self.member(node, part) if node is not None else None
@@ -408,14 +414,14 @@ class Scopes:
         """What `node.name` is: a module's definition or submodule, a class's method."""
         if node is None or depth > _MAX_BASE_DEPTH:
             return None
-        kind = self.types[node] if node >= 0 else EntityType.DIRECTORY
-        if kind == EntityType.DIRECTORY:
+        kind = self.types[node] if node >= 0 else _DIRECTORY
+        if kind == _DIRECTORY:
             self.reads.path(listing_key(self._dir_paths.get(node, "")))
             children = self.children.get(node, {})
             for entry in (f"{name}.py", name, f"{name}.rs"):
                 if entry in children:
                     child = children[entry]
-                    if self.types[child] == EntityType.DIRECTORY:
+                    if self.types[child] == _DIRECTORY:
                         self.reads.path(listing_key(self._dir_paths[child]))
                         init = self.children.get(child, {}).get("__init__.py")
                         return init if init is not None else child
@@ -430,7 +436,7 @@ class Scopes:
                     if name in top:
                         return top[name]
             return None
-        if kind == EntityType.FILE:
+        if kind == _FILE:
             scope = self.scope(node)
             if name in scope.top:
                 return scope.top[name]
@@ -495,8 +501,8 @@ class Scopes:
     def enclosing_class(self, holder: int, parents: Sequence[int]) -> int | None:
         """The innermost class holding an entity (itself if it is one)."""
         node = holder
-        while node >= 0 and self.types[node] != EntityType.FILE:
-            if self.types[node] == EntityType.CLASS:
+        while node >= 0 and self.types[node] != _FILE:
+            if self.types[node] == _CLASS:
                 return node
             node = parents[node]
         return None
@@ -505,14 +511,14 @@ class Scopes:
         """The class `self`/`this` means in an entity: the innermost class holding it, or a Go
         method's receiver type (declared in its package)."""
         found = self.enclosing_class(holder, parents)
-        if found is not None or holder < 0 or self.types[holder] == EntityType.FILE:
+        if found is not None or holder < 0 or self.types[holder] == _FILE:
             return found
         file = self._file_of(holder)
         owner = self._owners.get(holder) if self.scope(file).grammar == "go" else None
         if owner is None:
             return None
         found = self.lookup(file, holder, owner, parents)
-        return found if found is not None and self.types[found] == EntityType.CLASS else None
+        return found if found is not None and self.types[found] == _CLASS else None
 
     def _owned(self, file: int, holder: int, name: str) -> int | None:
         """`this.name` in a top-level function with no class: a method of its owner in its file
@@ -558,7 +564,7 @@ class Scopes:
             # Ruby's and C#'s global names are types; a method named alike in two places may
             # well be a mixin's or an extension's the graph cannot see.
             if found is not None and scope.grammar in _GLOBAL_TYPES:
-                return found if self.types[found] == EntityType.CLASS else None
+                return found if self.types[found] == _CLASS else None
             return found
         return None
 
