@@ -148,8 +148,8 @@ def _build(
         nested = _in_grammars(grammars, paths, *NAMESPACES_SPAN_FILES)
         on_path = data.entity_path
         mine = np.flatnonzero((data.entity_top & c_family[on_path]) | nested[on_path])
-        single, node = _only_of_name(data.name_array.take(pa.array(mine)), first + mine)
-        return dict(zip(single, node, strict=True))
+        names = data.names
+        return {names[e]: first + e for e in _only_of_name(data.name_array, mine).tolist()}
 
     scopes = Scopes(
         types=type_list,
@@ -619,9 +619,9 @@ def _in_grammars(
     return np.asarray([grammars[p] in wanted for p in paths] + [False], dtype=bool)
 
 
-def _only_of_name(names: pa.Array, nodes: I64) -> tuple[list[str], list[int]]:
-    """The names that only one of `nodes` has, and that node."""
-    encoded = names.dictionary_encode()
+def _only_of_name(names: pa.Array, rows: I64) -> I64:
+    """The rows whose name no other of `rows` has."""
+    encoded = names.take(pa.array(rows)).dictionary_encode()
     code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    single = np.bincount(code, minlength=len(encoded.dictionary))[code] == 1
-    return encoded.dictionary.take(pa.array(code[single])).to_pylist(), nodes[single].tolist()
+    only: I64 = rows[np.bincount(code, minlength=len(encoded.dictionary))[code] == 1]
+    return only
