@@ -141,13 +141,18 @@ def _build(
     def file_of(node: int) -> int:
         return n_dirs + int(data.entity_path[node - first]) if node >= first else node
 
-    def only_definitions() -> dict[str, int]:
+    def only_definitions(wanted: set[str] | None) -> dict[str, int]:
         # C's top-level names, and those whose namespaces span files by their qualified names
-        # (`geo.Shape`) too.
+        # (`geo.Shape`) too; of them, those `wanted` (None: all).
         c_family = _in_grammars(grammars, paths, "c", "cpp")
         nested = _in_grammars(grammars, paths, *NAMESPACES_SPAN_FILES)
         on_path = data.entity_path
         mine = np.flatnonzero((data.entity_top & c_family[on_path]) | nested[on_path])
+        if wanted is not None:
+            # Every definition of a wanted name stays, so each is counted as in the whole.
+            asked = pa.array(sorted(wanted), pa.string())
+            kept = pc.is_in(data.name_array.take(pa.array(mine)), value_set=asked)
+            mine = mine[kept.to_numpy(zero_copy_only=False)]
         names = data.names
         return {names[e]: first + e for e in _only_of_name(data.name_array, mine).tolist()}
 
@@ -519,7 +524,12 @@ def _resolve_calls(
         )
     first = order[leads]  # the first call of each group: lexsort is stable
     meaning = _meanings(
-        scopes, file[first], holder[first], [chains[c] for c in code[first]], parents
+        scopes,
+        file[first],
+        holder[first],
+        [chains[c] for c in code[first]],
+        parents,
+        few=plan.dirty_from is not None,
     )
     callee = np.empty(len(order), dtype=np.int64)
     callee[order] = meaning[np.cumsum(leads) - 1]
@@ -563,9 +573,21 @@ def _receivers(scopes: Scopes, holders: I64, files: I64, parents: list[int]) -> 
 
 
 def _meanings(
-    scopes: Scopes, files: I64, holders: I64, chains: list[list[str]], parents: list[int]
+    scopes: Scopes,
+    files: I64,
+    holders: I64,
+    chains: list[list[str]],
+    parents: list[int],
+    *,
+    few: bool,
 ) -> I64:
-    """What each call (its file, holder and chain of names) names (-1: nothing known)."""
+    """What each call (its file, holder and chain of names) names (-1: nothing known).
+
+    `few`: the calls of a few files (a carried build), whose global names (C's) are sought
+    among the first names of their chains only; a qualified name is still answered.
+    """
+    if few:
+        scopes.expect_only({chain[0] for chain in chains})
     found = []
     reads, last = scopes.reads, -1
     for file, holder, chain in zip(files.tolist(), holders.tolist(), chains, strict=True):

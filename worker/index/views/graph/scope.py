@@ -132,7 +132,7 @@ class Scopes:
         grammars: dict[str, str | None],
         entities_of: Callable[[int], Iterable[tuple[int, str, bool]]],
         file_of: Callable[[int], int],
-        only_definitions: Callable[[], dict[str, int]],
+        only_definitions: Callable[[set[str] | None], dict[str, int]],
     ) -> None:
         self.types = types
         self.reads = Reads()
@@ -160,6 +160,10 @@ class Scopes:
         self._only: dict[str, int] | None = None
         """C's top-level names, and the qualified names of `NAMESPACES_SPAN_FILES`, defined once
         in the commit, and that definition (see `only`)."""
+        self._only_over: set[str] | None = None
+        """The names `_only` was made for; None: every name."""
+        self._expected: set[str] | None = None
+        """The names `only` is expected to be asked (see `expect_only`)."""
         self._by_suffix: dict[tuple[str, str], int | None] = {}
         self._ending_dirs: dict[str, list[int]] = {}
         self._dirs_by_name: dict[str, list[str]] | None = None
@@ -575,10 +579,19 @@ class Scopes:
     def only(self, qualified: str) -> int | None:
         """The one definition of a (qualified) name in the commit, if it has one (see
         `_GLOBAL_NAMES`)."""
-        if self._only is None:
-            self._only = self._only_definitions()
         self.reads.name(qualified)
-        return self._only.get(qualified)
+        table, over = self._only, self._only_over
+        if table is None or (over is not None and qualified not in over):
+            expected = self._expected
+            over = expected if table is None and expected and qualified in expected else None
+            table = self._only = self._only_definitions(over)
+            self._only_over = over
+        return table.get(qualified)
+
+    def expect_only(self, names: set[str]) -> None:
+        """Say which names `only` will be asked, so that it need not tabulate every name of
+        the commit (a carried build asks a few); a name asked beyond them is still answered."""
+        self._expected = names
 
     def _global(
         self, scope: FileScope, holder: int, name: str, parents: Sequence[int]

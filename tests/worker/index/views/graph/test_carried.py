@@ -130,7 +130,16 @@ def test_a_chain_of_carried_graphs_stays_whole(tmp_path: Path) -> None:
 
 
 _NAMES = ("alpha", "beta", "gamma")
-_SLOTS = ("p/one.py", "p/two.py", "q/three.py", "c/one.c", "c/two.c", "c/two.h")
+_SLOTS = (
+    "p/one.py",
+    "p/two.py",
+    "q/three.py",
+    "c/one.c",
+    "c/two.c",
+    "c/two.h",
+    "x/one.cpp",
+    "x/two.cpp",
+)
 
 
 def _python(defines: list[str], calls: list[str], imports: list[int]) -> str:
@@ -147,10 +156,22 @@ def _python(defines: list[str], calls: list[str], imports: list[int]) -> str:
 def _c(defines: list[str], calls: list[str], imports: list[int]) -> str:
     lines = ['#include "two.h"'] if imports else []
     lines += [f"int {name}(void) {{ return 1; }}" for name in defines]
-    lines.append("int run(void) {" + "".join(f" {name}();" for name in calls) + " return 0; }")
+    # A chain's first name is one of C's global names (`Scopes.only`).
+    chained = f" {calls[0]}.next();" if calls else ""
+    body = "".join(f" {name}();" for name in calls) + chained
+    lines.append("int run(void) {" + body + " return 0; }")
     return "\n".join(lines) + "\n"
 
 
+def _cpp(defines: list[str], calls: list[str], imports: list[int]) -> str:
+    lines = [f"struct {name.title()} {{\n  int {name}() {{ return 1; }}\n}};" for name in defines]
+    # A class named from another file is one of C++'s global names (`Scopes.only`).
+    body = "".join(f" {name.title()}::{name}();" for name in calls)
+    lines.append("int run() {" + body + " return 0; }")
+    return "\n".join(lines) + "\n"
+
+
+_WRITERS = {".py": _python, ".c": _c, ".h": _c, ".cpp": _cpp}
 _FILE = st.none() | st.tuples(
     st.lists(st.sampled_from(_NAMES), unique=True),
     st.lists(st.sampled_from(_NAMES), unique=True),
@@ -169,8 +190,8 @@ _FILE = st.none() | st.tuples(
 def test_any_sequence_of_edits_carries_to_the_whole_graph(
     tmp_path_factory: object, steps: list[list[tuple[list[str], list[str], list[int]] | None]]
 ) -> None:
-    """Files coming, going and changing what they define, call and import, in Python and C,
-    give the whole build's graph at every commit."""
+    """Files coming, going and changing what they define, call and import, in Python, C and
+    C++, give the whole build's graph at every commit."""
     assert hasattr(tmp_path_factory, "mktemp")
     root: Path = tmp_path_factory.mktemp("edits")
     repo = init_repo(root / "repo")
@@ -181,7 +202,7 @@ def test_any_sequence_of_edits_carries_to_the_whole_graph(
             if spec is None:
                 files[slot] = None
             else:
-                files[slot] = (_python if slot.endswith(".py") else _c)(*spec)
+                files[slot] = _WRITERS[slot[slot.rindex(".") :]](*spec)
         head = commit(repo, files)
         built = _build(root / "cache", repo, head, previous)
         _assert_same(built.graph, _build(root / "cache", repo, head, None).graph)
