@@ -7,6 +7,7 @@ accepts `NOASSERTION`, as for every tool that returns code.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import time
 import weakref
@@ -58,6 +59,21 @@ class _Found:
     score: float
 
 
+def best_scored(
+    scores: dict[int, float], limit: int, ids: Sequence[str]
+) -> list[tuple[int, float]]:
+    """The `limit` best (node, score) pairs, best first, ties in id order.
+
+    Only the nodes that may be among them are named: a common word scores thousands of
+    nodes, and making every one's id cost more than the rest of the search.
+    """
+    items = list(scores.items())
+    if len(items) > limit:
+        cutoff = heapq.nlargest(limit, scores.values())[-1]
+        items = [item for item in items if item[1] >= cutoff]
+    return sorted(items, key=lambda item: (-item[1], ids[item[0]]))[:limit]
+
+
 class GraphQueries:
     """Answers graph.search, graph.traverse and graph.retrieve."""
 
@@ -103,10 +119,9 @@ class GraphQueries:
             for node, score in self._bm25(pinned, request.query, allowed).items():
                 if node not in scores:
                     scores[node] = score
-        ranked = sorted(scores.items(), key=lambda item: (-item[1], graph.ids[item[0]]))
         entities = tuple(
             self._entity(pinned, licensed, _Found(node, score), request.snippet_mode)
-            for node, score in ranked[: request.limit]
+            for node, score in best_scored(scores, request.limit, graph.ids)
         )
         return GraphSearchResponse(
             request_id=request_id,
@@ -114,8 +129,8 @@ class GraphQueries:
             commit=pinned.pinned.commit,
             ref=pinned.pinned.ref,
             entities=entities,
-            total_count=len(ranked),
-            truncated=len(ranked) > request.limit,
+            total_count=len(scores),
+            truncated=len(scores) > request.limit,
             query_metadata=QueryMetadata(
                 used_upper_index=True,
                 used_bm25=used_bm25,
