@@ -304,6 +304,11 @@ def grammar_of(path: str, data: bytes | None = None) -> str | None:
     return _GRAMMAR_OF_LANGUAGE.get(language) if language is not None else None
 
 
+_NAMED_FILES: Final = frozenset(name for names in FILE_NAMES.values() for name in names)
+_UNSEEN: Final = "\0"
+"""No grammar's name: a lookup's miss."""
+
+
 def grammars_of(paths: Iterable[str]) -> list[str | None]:
     """`grammar_of` each path, by name alone (no header is read as C++ here).
 
@@ -327,11 +332,6 @@ def grammars_of(paths: Iterable[str]) -> list[str | None]:
                 grammar = by_extension[extension] = grammar_of("_" + extension)
         found.append(grammar)
     return found
-
-
-_NAMED_FILES: Final = frozenset(name for names in FILE_NAMES.values() for name in names)
-_UNSEEN: Final = "\0"
-"""No grammar's name: a lookup's miss."""
 
 
 def comment_prefixes(language: str) -> tuple[bytes, ...]:

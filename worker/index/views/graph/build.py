@@ -148,13 +148,13 @@ def _build(
         nested = _in_grammars(grammars, paths, *NAMESPACES_SPAN_FILES)
         on_path = data.entity_path
         mine = np.flatnonzero((data.entity_top & c_family[on_path]) | nested[on_path])
+        mine_names = data.name_array.take(pa.array(mine))
         if wanted is not None:
             # Every definition of a wanted name stays, so each is counted as in the whole.
-            asked = pa.array(sorted(wanted), pa.string())
-            kept = pc.is_in(data.name_array.take(pa.array(mine)), value_set=asked)
-            mine = mine[kept.to_numpy(zero_copy_only=False)]
+            kept = pc.is_in(mine_names, value_set=pa.array(sorted(wanted), pa.string()))
+            mine, mine_names = mine[kept.to_numpy(zero_copy_only=False)], mine_names.filter(kept)
         names = data.names
-        return {names[e]: first + e for e in _only_of_name(data.name_array, mine).tolist()}
+        return {names[e]: first + e for e in _only_of_name(mine_names, mine).tolist()}
 
     scopes = Scopes(
         types=type_list,
@@ -642,8 +642,8 @@ def _in_grammars(
 
 
 def _only_of_name(names: pa.Array, rows: I64) -> I64:
-    """The rows whose name no other of `rows` has."""
-    encoded = names.take(pa.array(rows)).dictionary_encode()
+    """The rows (each named by `names`, in order) whose name no other of them has."""
+    encoded = names.dictionary_encode()
     code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     only: I64 = rows[np.bincount(code, minlength=len(encoded.dictionary))[code] == 1]
     return only
