@@ -1,4 +1,4 @@
-"""The index's term counting with the query side's plain tokenizer in place of its numpy twin.
+"""The index's term counting with the query side's plain tokenizer in place of its bulk twin.
 
 `PlainTermRows` has the interface of `vocabulary.TermRows` and keeps its bookkeeping (rows
 per batch, term ids, expansion into postings); only the analysis differs: each text's raw

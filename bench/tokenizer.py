@@ -1,9 +1,9 @@
-"""Tokenizer benchmark: a whole index build with the product's numpy analysis and with the
+"""Tokenizer benchmark: a whole index build with the product's bulk analysis and with the
 query side's plain tokenizer, alternated in one run.
 
     python -m bench.tokenizer [--corpus django] [--rounds 3] [--workers N] [--check-every 10]
 
-The bulk analysis (`worker.index.analysis.vocabulary`) is a numpy twin of `tokens` (regex
+The bulk analysis (`worker.index.analysis.vocabulary`) is a bulk twin of `tokens` (regex
 and PyStemmer, per text, swapped in by `bench.plain_term_rows`); it stays only while a whole
 build is at least `KEEP_RATIO` times faster with it. First the two are checked to give the
 same segment and path tables (every K-th blob of the commit, in this process). Then the

@@ -1,9 +1,9 @@
 """Index terms of many texts at once: raw tokens counted per text, analysed once per build.
 
 The same analysis as `worker.index.analysis.tokens` (which the query side uses), done in bulk. A
-batch's raw tokens are found with byte tables and numpy and made distinct with Arrow's
-dictionary encoding; its rows count each distinct token per text, naming the token by a slot
-(its place among the batch's distinct tokens). Nothing is looked up per batch: at the end
+batch's raw tokens are found and made distinct in one compiled pass (`token_kernels`); its
+rows count each distinct token per text, naming the token by a slot (its place among the
+batch's distinct tokens). Nothing is looked up per batch: at the end
 the batches' distinct tokens are deduplicated at once (one dictionary over them all), each
 distinct token is analysed once with array operations (PyStemmer called once, on the
 distinct parts), and the rows are expanded into (term, text) counts with one integer sort.
@@ -33,7 +33,6 @@ from worker.index.analysis.tokens import (
     MIN_TOKEN_CHARS,
     STEMMER_LANGUAGE,
     STOP_WORDS,
-    WORD_CHARACTERS,
 )
 
 I64 = npt.NDArray[np.int64]
@@ -41,8 +40,6 @@ I32 = npt.NDArray[np.int32]
 U8 = npt.NDArray[np.uint8]
 Mask = npt.NDArray[np.bool_]
 
-_WORD_BYTES: Final = WORD_CHARACTERS.encode()
-_WORD_FLAGS: Final = bytes(1 if c in _WORD_BYTES else 0 for c in range(256))
 _LOWER_BYTES: Final = bytes(c + 32 if 65 <= c <= 90 else c for c in range(256))
 _UPPER, _LOWER, _DIGIT, _US, _NONE = 0, 1, 2, 3, 4
 _CLASS: Final = np.full(256, _US, dtype=np.uint8)
@@ -75,8 +72,6 @@ def _part_start_table() -> Mask:
 _PART_START: Final = _part_start_table()
 ANALYSE_BLOCK: Final = 1 << 16
 """Distinct tokens split into parts at a time."""
-WORD_BLOCK: Final = 1 << 18
-"""Bytes of text whose word bytes are gathered at a time (see `_word_bytes`)."""
 _UNDERSCORE: Final = 95
 _STOP: Final = pa.array(sorted(STOP_WORDS), pa.string())
 
@@ -293,28 +288,23 @@ class TermRows:
 
         A token never spans two texts (each starts after a non-word byte, or at 0).
         """
-        starts, _, runs = word_runs(data)
-        if not len(starts):
-            return
-        encoded = runs.dictionary_encode()
-        distinct = encoded.dictionary
-        lengths = np.diff(binary_parts(distinct)[1])
-        valid = (lengths >= MIN_TOKEN_CHARS) & (lengths <= MAX_TOKEN_CHARS)
-        slot = np.cumsum(valid) - 1
-        slot[~valid] = -1
-        n_valid = int(slot.max(initial=-1)) + 1
+        from worker.index.analysis.token_kernels import word_keys
+
+        words, offsets, key = word_keys(
+            np.frombuffer(data, dtype=np.uint8),
+            np.asarray(text_starts, dtype=np.int64),
+            MIN_TOKEN_CHARS,
+            MAX_TOKEN_CHARS,
+        )
+        n_valid = len(offsets) - 1
         if not n_valid:
             return
         n_texts = len(text_starts)
-        # Each word's (slot, text) as one key, slot major: in 32 bits when they fit (a 4 MB
-        # batch's do), as every array here is one entry per word.
-        wide = n_valid * n_texts >= 1 << 31
-        key_type = np.int64 if wide else np.int32
-        key = slot.astype(key_type)[encoded.indices.to_numpy()]
-        key *= n_texts
-        per_text = np.diff(np.append(np.searchsorted(starts, text_starts), len(starts)))
-        key += np.repeat(np.arange(n_texts, dtype=key_type), per_text)
-        keys, counts = count_distinct(key[key >= 0])
+        # Each token's (slot, text) as one key, slot major: sorted in 32 bits when they fit
+        # (a 4 MB batch's do).
+        if n_valid * n_texts < 1 << 31:
+            key = key.astype(np.int32)
+        keys, counts = count_distinct(key)
         self._rows[field].append(
             _Rows(
                 first_text,
@@ -325,7 +315,7 @@ class TermRows:
                 _narrow(counts, int(counts.max()) + 1),
             )
         )
-        self._strings.append(distinct if n_valid == len(distinct) else distinct.filter(valid))
+        self._strings.append(binary_array(words, offsets))
 
     def analyse(self, n_texts: int) -> pa.Array:
         """Analyse every distinct token seen; returns the terms (binary, ascending), by id.
@@ -393,38 +383,3 @@ def _run_length(data: U8, at: I64, limit: I64, step: int) -> I64:
         todo = todo[run[todo] < limit[todo]]
         todo = todo[data[at[todo] + step * run[todo]] == _UNDERSCORE]
     return run
-
-
-def word_runs(data: bytes) -> tuple[I64, I64, pa.Array]:
-    """Every run of word bytes ([A-Za-z0-9_]) in `data`: starts, ends, and the runs as binary."""
-    n = len(data)
-    word = np.frombuffer(data.translate(_WORD_FLAGS), dtype=np.bool_)
-    if not n:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, pa.array([], pa.binary())
-    edges = np.flatnonzero(word[1:] != word[:-1]) + 1
-    if word[0]:
-        edges = np.concatenate([[0], edges])
-    if word[-1]:
-        edges = np.append(edges, n)
-    starts, ends = edges[0::2], edges[1::2]
-    offsets = np.zeros(len(starts) + 1, dtype=np.int64)
-    np.cumsum(ends - starts, out=offsets[1:])
-    return starts, ends, binary_array(_word_bytes(data, word, int(offsets[-1])), offsets)
-
-
-def _word_bytes(data: bytes, word: Mask, n_word: int) -> U8:
-    """The bytes of `data` that `word` selects, in order.
-
-    A block at a time: `np.compress` takes through an index of every selected byte (8 bytes
-    each), so a whole 4 MB batch at once needed a 25 MB temporary, often in fresh pages. In
-    two-worker Django builds, gathering took the workers 0.05 to 0.07 s; by blocks, 0.03 s.
-    """
-    a = np.frombuffer(data, dtype=np.uint8)
-    out = np.empty(n_word, dtype=np.uint8)
-    at = 0
-    for start in range(0, len(a), WORD_BLOCK):
-        part = np.compress(word[start : start + WORD_BLOCK], a[start : start + WORD_BLOCK])
-        out[at : at + len(part)] = part
-        at += len(part)
-    return out

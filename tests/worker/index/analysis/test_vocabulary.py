@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 import numpy as np
@@ -44,17 +43,6 @@ def test_analysis_in_blocks_equals_one_block(monkeypatch: pytest.MonkeyPatch) ->
     assert blocked.terms.equals(whole.terms)
     assert (blocked.starts == whole.starts).all()
     assert (blocked.ids == whole.ids).all()
-
-
-@given(st.binary(max_size=400), st.integers(1, 64))
-def test_word_runs_gathered_by_blocks_are_the_words(data: bytes, block: int) -> None:
-    """Word runs gathered a block at a time, words across blocks too, are the text's words."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(vocabulary, "WORD_BLOCK", block)
-        starts, ends, runs = vocabulary.word_runs(data)
-    words = list(re.finditer(rb"[A-Za-z0-9_]+", data))
-    assert runs.to_pylist() == [m.group() for m in words]
-    assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == [m.span() for m in words]
 
 
 def count_with(batches: list[list[bytes]]) -> tuple[Counter[tuple[str, int]], list[int]]:
