@@ -1,4 +1,4 @@
-"""The compiled loop of raw-token counting (numba), apart so that only a build imports numba."""
+"""The compiled loops of raw-token analysis (numba), apart so that only a build imports numba."""
 
 from __future__ import annotations
 
@@ -165,3 +165,36 @@ def word_keys(text: Any, text_starts: Any, min_length: int, max_length: int) -> 
             table = _rehashed(hashes, n_slots, 2 * len(table))
     n_bytes, n_slots = state[_BYTES], state[_SLOTS]
     return words[:n_bytes].copy(), starts[: n_slots + 1].copy(), keys[: state[_KEYS]].copy()
+
+
+@_compiled()
+def identifier_parts(data: Any, offsets: Any, classes: Any, starts_part: Any, lower: Any) -> Any:
+    # Each token's (data[offsets[t]:offsets[t + 1]]) identifier parts: a part starts where
+    # starts_part[before * 25 + class * 5 + after] says (the classes of the bytes around
+    # it, 4 past the token's ends) and holds the lower-cased bytes up to the next start
+    # but underscores (class 3). Returns the tokens lower-cased, the parts' bytes joined,
+    # their offsets, and each part's token.
+    n = len(data)
+    lowered = np.empty(n, np.uint8)
+    kept = np.empty(n, np.uint8)
+    part_offsets = np.empty(n + 1, np.int64)
+    part_token = np.empty(n, np.int32)
+    n_kept = 0
+    n_parts = 0
+    for token in range(len(offsets) - 1):
+        end = offsets[token + 1]
+        before = 4
+        for at in range(offsets[token], end):
+            this = classes[data[at]]
+            after = classes[data[at + 1]] if at + 1 < end else 4
+            lowered[at] = lower[data[at]]
+            if starts_part[before * 25 + this * 5 + after]:
+                part_offsets[n_parts] = n_kept
+                part_token[n_parts] = token
+                n_parts += 1
+            if this != 3:
+                kept[n_kept] = lowered[at]
+                n_kept += 1
+            before = this
+    part_offsets[n_parts] = n_kept
+    return lowered, kept[:n_kept], part_offsets[: n_parts + 1], part_token[:n_parts]

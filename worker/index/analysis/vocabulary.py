@@ -40,8 +40,9 @@ I32 = npt.NDArray[np.int32]
 U8 = npt.NDArray[np.uint8]
 Mask = npt.NDArray[np.bool_]
 
-_LOWER_BYTES: Final = bytes(c + 32 if 65 <= c <= 90 else c for c in range(256))
+_LOWER_TABLE: Final = np.asarray([c + 32 if 65 <= c <= 90 else c for c in range(256)], np.uint8)
 _UPPER, _LOWER, _DIGIT, _US, _NONE = 0, 1, 2, 3, 4
+"""Byte classes (`_NONE`: past a token's ends), as `token_kernels.identifier_parts` reads them."""
 _CLASS: Final = np.full(256, _US, dtype=np.uint8)
 _CLASS[65:91], _CLASS[97:123], _CLASS[48:58] = _UPPER, _LOWER, _DIGIT
 
@@ -221,25 +222,12 @@ def _split_tokens(data: U8, offsets: I64) -> _SplitTokens:
 def _identifier_parts(data: U8, offsets: I64) -> tuple[U8, I32, pa.DictionaryArray]:
     """The tokens' bytes lower-cased, and their identifier parts: the token of each part and
     the parts (lower-cased, in token order) dictionary-encoded."""
-    this = _CLASS[data]
-    before = np.empty_like(this)
-    before[1:] = this[:-1]
-    before[offsets[:-1]] = _NONE
-    after = np.empty_like(this)
-    after[:-1] = this[1:]
-    after[offsets[1:] - 1] = _NONE
-    before *= np.uint8(25)
-    before += this * np.uint8(5)
-    before += after
-    part_start = _PART_START[before]
-    kept = this != _US
-    part_at = np.flatnonzero(part_start)
-    at_in_kept = np.flatnonzero(part_start[kept])
-    part_offsets = np.append(at_in_kept, int(np.count_nonzero(kept)))
-    part_token = (np.searchsorted(offsets[:-1], part_at, side="right") - 1).astype(np.int32)
-    lower = np.frombuffer(data.tobytes().translate(_LOWER_BYTES), dtype=np.uint8)
-    parts = binary_array(lower[kept], part_offsets).dictionary_encode()
-    return lower, part_token, parts
+    from worker.index.analysis.token_kernels import identifier_parts
+
+    lower, kept, part_offsets, part_token = identifier_parts(
+        data, offsets, _CLASS, _PART_START, _LOWER_TABLE
+    )
+    return lower, part_token, binary_array(kept, part_offsets).dictionary_encode()
 
 
 @dataclass(slots=True)
