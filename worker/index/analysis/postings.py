@@ -6,9 +6,9 @@ once, sums the repeats and puts a pair's body and symbol counts in one row. Grou
 term id order (which is term order, see `worker.index.analysis.vocabulary`).
 
 A row packs into one uint64 (term 24 bits, text 23, field 1, count 16) while ids fit, so
-the sort is numpy's vectorised integer sort and the fields come out through shifts and
-masks, a block at a time; past those limits rows are kept as wide arrays (slower, same
-result).
+the sort is numpy's vectorised integer sort and one compiled pass (`postings_kernels`) sums
+the repeats and takes the fields out; past those limits rows are kept as wide arrays
+(slower, same result).
 """
 
 from __future__ import annotations
@@ -38,8 +38,6 @@ _TERM_LIMIT: Final = 1 << 24
 _TEXT_LIMIT: Final = 1 << 23
 _COUNT_LIMIT: Final = 0xFFFF
 _SYM_LIMIT: Final = 0xFF
-_BLOCK: Final = 1 << 20
-"""Rows unpacked at a time: temporaries stay small (fresh memory is slow)."""
 
 
 class Postings:
@@ -73,88 +71,18 @@ def postings(fields: Sequence[tuple[Iterable[Block], int]], n_terms: int, n_text
             block |= np.repeat(low, repeat)
             at += len(term)
     packed.sort()
-    return _unpacked(_sum_repeats(packed[:at]), n_terms)
-
-
-def _sum_repeats(packed: U64) -> U64:
-    """Sorted packed rows with each (term, text, field) once, its counts summed (clipped).
-
-    Block by block, compacted in place: no temporaries of the full size.
-    """
-    count_mask = np.uint64(_COUNT_LIMIT)
-    shift = np.uint64(_FIELD_SHIFT)
-    written = 0
-    for b0 in range(0, len(packed), _BLOCK):
-        block = packed[b0 : b0 + _BLOCK]
-        key = block >> shift
-        new = np.ones(len(block), dtype=bool)
-        np.not_equal(key[1:], key[:-1], out=new[1:])
-        if written:
-            new[0] = key[0] != packed[written - 1] >> shift
-        starts = np.flatnonzero(new)
-        lead = int(starts[0]) if len(starts) else len(block)
-        if lead:
-            # The block starts inside the last row written: its counts join that row's.
-            last = packed[written - 1]
-            total = (last & count_mask) + (block[:lead] & count_mask).sum(dtype=np.uint64)
-            packed[written - 1] = (last & ~count_mask) | min(total, count_mask)
-        if len(starts) == len(block):
-            if written != b0:
-                packed[written : written + len(block)] = block
-            written += len(block)
-            continue
-        sums = np.add.reduceat(block & count_mask, starts) if len(starts) else starts
-        out = block[starts] & ~count_mask
-        out |= np.minimum(sums, count_mask).astype(np.uint64)
-        packed[written : written + len(out)] = out
-        written += len(out)
-    return packed[:written]
+    return _unpacked(packed[:at], n_terms)
 
 
 def _unpacked(packed: U64, n_terms: int) -> Postings:
-    """Postings from sorted, distinct packed rows: a symbol row joins the body row of its
-    (term, text) just before it, or stands alone with a body count of 0.
+    """Postings from sorted packed rows, which may repeat a (term, text, field)."""
+    from worker.index.analysis.postings_kernels import unpacked
 
-    The chunk column is written over the packed rows already read (a row's chunk takes half
-    the bytes of a packed row and no row moves forward): no buffer of that size is added.
-    """
-    pair_shift = np.uint64(_TEXT_SHIFT)
-    is_sym = np.empty(len(packed), dtype=bool)
-    joins = np.zeros(len(packed), dtype=bool)
-    for b0 in range(0, len(packed), _BLOCK):
-        block = packed[b0 : b0 + _BLOCK]
-        np.not_equal(block & np.uint64(1 << _FIELD_SHIFT), 0, out=is_sym[b0 : b0 + _BLOCK])
-        lo = max(b0, 1)
-        pair = packed[lo - 1 : b0 + _BLOCK] >> pair_shift
-        joins[lo : b0 + _BLOCK] = pair[1:] == pair[:-1]
-    joins &= is_sym
     out = Postings(n_terms)
-    total = len(packed) - int(np.count_nonzero(joins))
-    chunk = packed.view(np.int32)[:total]
-    out.tf_body = np.zeros(total, dtype=np.uint16)
-    out.tf_sym = np.zeros(total, dtype=np.uint8)
-    counts = np.zeros(n_terms, dtype=np.int64)
-    row = 0
-    for b0 in range(0, len(packed), _BLOCK):
-        block = packed[b0 : b0 + _BLOCK]
-        own = ~joins[b0 : b0 + _BLOCK]
-        sym = is_sym[b0 : b0 + _BLOCK]
-        dest = np.cumsum(own) + (row - 1)
-        count = (block & np.uint64(_COUNT_LIMIT)).astype(np.int32)
-        kept = block[own]
-        term = (kept >> np.uint64(_TERM_SHIFT)).astype(np.int64)
-        runs = np.flatnonzero(np.append(True, term[1:] != term[:-1]))
-        counts[term[runs]] += np.diff(np.append(runs, len(term)))
-        text = ((kept >> pair_shift) & np.uint64(_TEXT_LIMIT - 1)).astype(np.int32)
-        del kept, block
-        chunk[row : row + len(text)] = text
-        body = own & ~sym
-        out.tf_body[dest[body]] = count[body]
-        out.tf_sym[dest[sym]] = np.minimum(count[sym], _SYM_LIMIT)
-        row += len(text)
-    out.chunk = chunk
-    out.count = counts
-    np.cumsum(counts[:-1], out=out.start[1:])
+    out.chunk, out.tf_body, out.tf_sym, out.count = unpacked(
+        packed, n_terms, _TERM_SHIFT, _TEXT_SHIFT, _FIELD_SHIFT, _COUNT_LIMIT, _SYM_LIMIT
+    )
+    np.cumsum(out.count[:-1], out=out.start[1:])
     return out
 
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.index.analysis import postings as postings_module
 from worker.index.analysis.postings import Block, Postings, postings
 
 Rows = dict[tuple[int, int], int]
@@ -75,12 +73,3 @@ def test_wide_rows_give_the_same_postings(body: Rows, symbol: Rows) -> None:
     body = {**body, (30, far): 3}
     fields = [blocks_of(rows, 2) for rows in (body, symbol)]
     assert grouped(postings(fields, 31, far + 1), 31) == reference(body, symbol, 31)
-
-
-def test_blocks_larger_than_the_unpacking_block(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rows summed and joined across the boundaries of the blocks they are unpacked in."""
-    monkeypatch.setattr(postings_module, "_BLOCK", 3)
-    body = {(t, c): t + c + 1 for t in range(5) for c in range(0, 9, 2)}
-    symbol = {(t, c): 2 for t in range(5) for c in range(0, 9, 3)}
-    fields = [blocks_of(rows, 3) for rows in (body, symbol)]
-    assert grouped(postings(fields, 5, 9), 5) == reference(body, symbol, 5)
