@@ -20,7 +20,6 @@ import numpy as np
 import numpy.typing as npt
 
 I64 = npt.NDArray[np.int64]
-I32 = npt.NDArray[np.int32]
 U64 = npt.NDArray[np.uint64]
 Block = tuple[
     npt.NDArray[np.integer],

@@ -50,11 +50,13 @@ def word_runs(text: Any, text_starts: Any, min_length: int, max_length: int) -> 
 
 
 @_compiled()
-def identifier_parts(data: Any, offsets: Any, classes: Any, starts_part: Any, lower: Any) -> Any:
+def identifier_parts(  # noqa: PLR0917 (numba compiles positional parameters only)
+    data: Any, offsets: Any, classes: Any, starts_part: Any, lower: Any, underscore: int, past: int
+) -> Any:
     # Each token's (data[offsets[t]:offsets[t + 1]]) identifier parts: a part starts where
     # starts_part[before * 25 + class * 5 + after] says (the classes of the bytes around
-    # it, 4 past the token's ends) and holds the lower-cased bytes up to the next start
-    # but underscores (class 3). Returns the tokens lower-cased, the parts' bytes joined,
+    # it, `past` beyond the token's ends) and holds the lower-cased bytes up to the next
+    # start but underscores. Returns the tokens lower-cased, the parts' bytes joined,
     # their offsets, and each part's token.
     n = len(data)
     lowered = np.empty(n, np.uint8)
@@ -65,16 +67,16 @@ def identifier_parts(data: Any, offsets: Any, classes: Any, starts_part: Any, lo
     n_parts = 0
     for token in range(len(offsets) - 1):
         end = offsets[token + 1]
-        before = 4
+        before = past
         for at in range(offsets[token], end):
             this = classes[data[at]]
-            after = classes[data[at + 1]] if at + 1 < end else 4
+            after = classes[data[at + 1]] if at + 1 < end else past
             lowered[at] = lower[data[at]]
             if starts_part[before * 25 + this * 5 + after]:
                 part_offsets[n_parts] = n_kept
                 part_token[n_parts] = token
                 n_parts += 1
-            if this != 3:
+            if this != underscore:
                 kept[n_kept] = lowered[at]
                 n_kept += 1
             before = this

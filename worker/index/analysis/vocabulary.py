@@ -43,7 +43,7 @@ Mask = npt.NDArray[np.bool_]
 
 _LOWER_TABLE: Final = np.asarray([c + 32 if 65 <= c <= 90 else c for c in range(256)], np.uint8)
 _UPPER, _LOWER, _DIGIT, _US, _NONE = 0, 1, 2, 3, 4
-"""Byte classes (`_NONE`: past a token's ends), as `token_kernels.identifier_parts` reads them."""
+"""Byte classes (`_NONE`: past a token's ends)."""
 _CLASS: Final = np.full(256, _US, dtype=np.uint8)
 _CLASS[65:91], _CLASS[97:123], _CLASS[48:58] = _UPPER, _LOWER, _DIGIT
 
@@ -226,7 +226,7 @@ def _identifier_parts(data: U8, offsets: I64) -> tuple[U8, I32, pa.DictionaryArr
     from worker.index.analysis.token_kernels import identifier_parts
 
     lower, kept, part_offsets, part_token = identifier_parts(
-        data, offsets, _CLASS, _PART_START, _LOWER_TABLE
+        data, offsets, _CLASS, _PART_START, _LOWER_TABLE, _US, _NONE
     )
     return lower, part_token, binary_array(kept, part_offsets).dictionary_encode()
 
