@@ -343,7 +343,7 @@ def c_outlines(files: Sequence[bytes]) -> Outlined:
     """The outlines of C or C++ files (None for a file whose braces do not balance)."""
     batch = _Batch(files)
     a = batch.a
-    ls, le = c_lexemes(a, batch.starts, batch.ends, batch.newlines)
+    ls, le = c_lexemes(a, batch.starts, batch.ends)
     first = a[ls]
     is_string = (first == 34) | (first == 39)
     # Function-like macros keep their head, the first byte of their body and the
@@ -513,7 +513,7 @@ def python_outlines(files: Sequence[bytes]) -> Outlined:
     batch = _Batch(files)
     a = batch.a
     n = len(a)
-    ls, le = python_lexemes(a, batch.starts, batch.ends, batch.newlines)
+    ls, le = python_lexemes(a, batch.starts, batch.ends)
     pos = batch.structure(b"()[]{}\n", ls, le)
     ch = a[pos]
     step = _PY_OPEN[ch].astype(np.int64) - _PY_CLOSE[ch]

@@ -413,7 +413,7 @@ def _lexemes(
             for s, e in zip(text.starts[rest].tolist(), text.ends[rest].tolist(), strict=True)
         ]
         own = _Text(b"\n".join(datas), datas)
-        ls, le = lexer(own.a, own.starts, own.ends, own.newlines)
+        ls, le = lexer(own.a, own.starts, own.ends)
         parts.append(moved_to_batch(rest, own.starts, text.starts, ls, le))
     if len(parts) == 1:
         return parts[0].starts, parts[0].ends

@@ -26,7 +26,7 @@ from worker.index.analysis.lexers import (
 from worker.index.analysis.outline import c_outlines, first_not_in, python_outlines
 
 Flat = list[tuple[int, int, str, str]]
-Lexer = Callable[[Any, Any, Any, Any], tuple[Any, Any]]
+Lexer = Callable[[Any, Any, Any], tuple[Any, Any]]
 
 
 def same_as_whole(data: bytes, language: str) -> Flat:
@@ -283,7 +283,7 @@ def array_lexemes(files: list[bytes], lexer: Lexer = c_lexemes) -> list[list[tup
     starts = np.concatenate([[0], np.cumsum(sizes + 1)[:-1]]).astype(np.int64)
     ends = starts + sizes
     a = np.frombuffer(data, dtype=np.uint8)
-    ls, le = lexer(a, starts, ends, np.flatnonzero(a == 10))
+    ls, le = lexer(a, starts, ends)
     out: list[list[tuple[int, int]]] = [[] for _ in files]
     for s, e in zip(ls.tolist(), le.tolist(), strict=True):
         i = int(np.searchsorted(starts, s, side="right")) - 1
@@ -299,6 +299,7 @@ C_LEXEME_CASES = [
     b'#include "a/*b" /* c */\n#x \\/* not */ y\n/*/ still open */ "x"',
     b"a = b ## c; # at end",
     b"'\n' \"\n\" /*",
+    b'#if X /* never closed\n"s" // c\n',
 ]
 
 lexeme_bytes = st.lists(
