@@ -58,6 +58,9 @@ _PY_ELIDE_OPEN: Final = _table(b"({")
 """Bracket groups whose inside can go: `f( )`, `{ }` parse, an empty subscript `x[ ]` does not."""
 _ONLY_SPACE: Final = _table(b" ")
 _MACRO_FILLER: Final = _table(b" \t\r\n\\")
+_MACRO_GAP: Final = _table(b" \t")
+_WORD: Final = _table(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+"""What may come between a directive's `#` and its name (as `_C_MACRO_HEAD` reads it)."""
 _EMPTY: Final = np.zeros(0, dtype=np.int64)
 _CUT: Final = 3
 
@@ -101,15 +104,17 @@ class _Batch:
         found: I64 = np.searchsorted(self.starts, pos, side="right") - 1
         return found
 
-    def lexemes(self, pattern: re.Pattern[bytes]) -> Spans:
-        """[start, end) of every match of `pattern` in each file, in order."""
-        data = self.data
+    def matches_at(self, pattern: re.Pattern[bytes], at: I64) -> Spans:
+        """[start, end) of the match of `pattern` at each position where it matches (within
+        the position's file)."""
+        data, match = self.data, pattern.match
+        ends = self.ends[self.file_of(at)].tolist()
         spans = np.fromiter(
             (
                 x
-                for s, e in zip(self.starts.tolist(), self.ends.tolist(), strict=True)
-                for m in pattern.finditer(data, s, e)
-                for x in m.span()
+                for start, end in zip(at.tolist(), ends, strict=True)
+                if (found := match(data, start, end)) is not None
+                for x in found.span()
             ),
             dtype=np.int64,
         ).reshape(-1, 2)
@@ -143,31 +148,28 @@ class _Batch:
 
     def outlines(self, drops: Sequence[Spans], keeps: Spans, vetoes: Spans) -> list[Outline | None]:
         """Assemble every good file's outline from the batch-wide drop spans."""
-        n = len(self.a)
-        seg_starts, seg_ends, dropped = _segments(n, drops, keeps, vetoes, self.starts, self.ends)
-        text, source, after = _assemble(self.a, self.newlines, seg_starts, seg_ends, dropped)
-        out_at = np.concatenate([[0], np.cumsum(np.where(dropped, 1, seg_ends - seg_starts))])
-        file_seg = np.searchsorted(seg_starts, self.starts)
-        end_seg = np.searchsorted(seg_starts, self.ends)
-        o_starts, o_ends = out_at[file_seg], out_at[end_seg]
-        newline_out = np.flatnonzero(text == _NEWLINE)
-        # The batch row of every outline row: the row after each newline; a file's outline
-        # starts right after the separator before it, on the file's first row.
-        batch_rows = np.concatenate([[0], after]).astype(np.int64)
-        k0 = np.searchsorted(newline_out, o_starts).tolist()
-        k1 = np.searchsorted(newline_out, o_ends).tolist()
-        row0 = np.searchsorted(self.newlines, self.starts).tolist()
-        starts, ends = o_starts.tolist(), o_ends.tolist()
+        from worker.index.analysis.outline_kernels import assembled
+
+        seg_starts, seg_ends, dropped = _segments(
+            len(self.a), drops, keeps, vetoes, self.starts, self.ends
+        )
+        # Segments are cut at every file's start and end: a file's are those in between.
+        files = (
+            self.starts,
+            np.searchsorted(seg_starts, self.starts),
+            np.searchsorted(seg_starts, self.ends),
+        )
+        text, text_at, rows, rows_at = assembled(
+            self.a, self.newlines, (seg_starts, seg_ends, dropped), files
+        )
         raw = text.tobytes()
-        result: list[Outline | None] = []
-        for i, ok in enumerate(self.ok.tolist()):
-            if not ok:
-                result.append(None)
-                continue
-            rows = batch_rows[k0[i] : k1[i] + 1] - row0[i]
-            result.append(Outline(raw[starts[i] : ends[i]], rows))
-        del source
-        return result
+        starts, rows_starts = text_at.tolist(), rows_at.tolist()
+        return [
+            Outline(raw[starts[i] : starts[i + 1]], rows[rows_starts[i] : rows_starts[i + 1]])
+            if ok
+            else None
+            for i, ok in enumerate(self.ok.tolist())
+        ]
 
 
 def _in_sorted(values: I64, sorted_set: I64) -> Mask:
@@ -313,32 +315,6 @@ def _segments(
     return starts[nonempty], ends[nonempty], flags[nonempty]
 
 
-def _assemble(a: U8, newlines: I64, starts: I64, ends: I64, dropped: Mask) -> tuple[U8, I64, I64]:
-    """Kept segments verbatim, each dropped one as b"\\n" (if it held one) or b" ".
-
-    Returns the text, the source position of each of its bytes, and for each of its newlines
-    the (batch) row that follows it: the next row for a kept newline; for a dropped run's
-    separator, the row the run ends on.
-    """
-    lines_before_start = np.searchsorted(newlines, starts)
-    lines_before_end = np.searchsorted(newlines, ends)
-    spans_lines = lines_before_end > lines_before_start
-    length = np.where(dropped, 1, ends - starts)
-    offset = np.zeros(len(length) + 1, dtype=np.int64)
-    np.cumsum(length, out=offset[1:])
-    total = int(offset[-1])
-    source = np.repeat(starts - offset[:-1], length) + np.arange(total, dtype=np.int64)
-    text = a[source]
-    text[offset[:-1][dropped]] = np.where(spans_lines[dropped], _NEWLINE, _SPACE).astype(np.uint8)
-    newline_out = np.flatnonzero(text == _NEWLINE)
-    after = np.searchsorted(newlines, source[newline_out]) + 1
-    seg = np.searchsorted(offset, newline_out, side="right") - 1
-    separator = dropped[seg]
-    # A separator stands for its run: the row after it is the row holding the run's end.
-    after[separator] = lines_before_end[seg[separator]]
-    return text, source, after.astype(np.int64)
-
-
 def c_outlines(files: Sequence[bytes]) -> Outlined:
     """The outlines of C or C++ files (None for a file whose braces do not balance)."""
     batch = _Batch(files)
@@ -349,9 +325,9 @@ def c_outlines(files: Sequence[bytes]) -> Outlined:
     # Function-like macros keep their head, the first byte of their body and the
     # backslash-newline of every continued line: `#define F(a) d \\ \\` parses as the same
     # definition on the same rows.
-    hs, he = batch.lexemes(_C_MACRO_HEAD)
-    real = _in_sorted(hs, ls[first == _HASH])
-    hs, he = hs[real], he[real]
+    hs, he = batch.matches_at(
+        _C_MACRO_HEAD, _function_like(a, ls[first == _HASH], le[first == _HASH])
+    )
     ms, me = hs, le[_in_sorted(ls, hs)]
     body = first_not_in(a, he, me, _MACRO_FILLER)
     has_body = body < me
@@ -408,6 +384,20 @@ def first_not_in(a: U8, starts: I64, ends: I64, skip: Mask) -> I64:
     found: I64 = compiled_first_not_in(
         a, np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64), skip
     )
+    return found
+
+
+def _function_like(a: U8, starts: I64, ends: I64) -> I64:
+    """The starts of the directives ([start, end)) that may be function-like macros:
+    `#define`, a name, then `(`. `_C_MACRO_HEAD` reads the rest: a regular expression
+    tried on every directive costs more than these arrays, which leave it few."""
+    keyword = first_not_in(a, starts + 1, ends, _MACRO_GAP)
+    defines = _starts_with(a, keyword, (b"define",))
+    starts, ends, keyword = starts[defines], ends[defines], keyword[defines]
+    name = first_not_in(a, keyword + len(b"define"), ends, _MACRO_GAP)
+    after = first_not_in(a, name, ends, _WORD)
+    opens = (after < ends) & (a[np.minimum(after, len(a) - 1)] == _OPEN_PAREN)
+    found: I64 = starts[opens & (after > name)]
     return found
 
 
