@@ -127,6 +127,9 @@ def lexemes(a: Any, file_starts: Any, file_ends: Any, kinds: int) -> Any:
         at, end = file_starts[f], file_ends[f]
         while at < end:
             c = a[at]
+            if not _OPENERS[c]:
+                at += 1
+                continue
             stop = -1
             if c == _SLASH:
                 if kinds & C_COMMENTS and at + 1 < end:
