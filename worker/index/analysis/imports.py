@@ -12,6 +12,12 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Final, NamedTuple
 
+import numpy as np
+import numpy.typing as npt
+
+I64 = npt.NDArray[np.int64]
+Spans = tuple[I64, I64]
+
 
 class Import(NamedTuple):
     """One imported thing: `module` as written, the `name` taken from it, its local `alias`.
@@ -400,15 +406,48 @@ def rust_imports(data: bytes) -> list[Import]:
 # C and C++ -------------------------------------------------------------------------------
 
 _INCLUDE: Final = re.compile(rb"#[ \t]*include[ \t]*[<\"]([^>\"\n]+)[>\"]")
+_INCLUDE_WORD: Final = np.frombuffer(b"include", dtype=np.uint8)
+_GAP: Final = np.zeros(256, dtype=bool)
+_GAP[list(b" \t")] = True
+
+
+def c_includes(data: bytes, directives: Spans) -> tuple[I64, list[str]]:
+    """Where each `#include "x.h"` or `#include <linux/slab.h>` of the directives ([start,
+    end) in `data`, from C's lexer) is, and the path between its delimiters.
+
+    Only a directive at its line's start counts. Arrays leave the regular expression the
+    directives that read `include`: a C tree has hundreds of thousands of them.
+    """
+    from worker.index.analysis.line_kernels import first_not_in
+
+    a = np.frombuffer(data, dtype=np.uint8)
+    starts, ends = directives
+    word = first_not_in(a, starts + 1, ends, _GAP)
+    fits = word + len(_INCLUDE_WORD) <= ends
+    candidates = starts[fits]
+    word = word[fits]
+    for i, byte in enumerate(_INCLUDE_WORD.tolist()):
+        keep = a[word + i] == byte
+        candidates, word = candidates[keep], word[keep]
+    at: list[int] = []
+    paths: list[str] = []
+    for start in candidates.tolist():
+        matched = _INCLUDE.match(data, start)
+        if matched is not None and _at_line_start(data, start):
+            at.append(start)
+            paths.append(_text(matched.group(1)))
+    return np.asarray(at, dtype=np.int64), paths
 
 
 def c_imports(data: bytes) -> list[Import]:
     """`#include "x.h"` and `#include <linux/slab.h>`: the path between the delimiters."""
-    return [
-        Import(_row(data, matched.start()), _text(matched.group(1)))
-        for matched in _INCLUDE.finditer(data)
-        if _at_line_start(data, matched.start())
-    ]
+    from worker.index.analysis.lexers import c_lexemes
+
+    a = np.frombuffer(data, dtype=np.uint8)
+    starts, ends = c_lexemes(a, np.zeros(1, np.int64), np.full(1, len(data), np.int64))
+    directive = a[starts] == ord("#")
+    at, paths = c_includes(data, (starts[directive], ends[directive]))
+    return [Import(_row(data, p), path) for p, path in zip(at.tolist(), paths, strict=True)]
 
 
 _BY_GRAMMAR: Final[dict[str, Callable[[bytes], list[Import]]]] = {

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from worker.index.analysis.definitions import MAX_NESTING, Definitions
-from worker.index.analysis.imports import imports
+from worker.index.analysis.imports import c_includes, imports
 from worker.index.analysis.lexers import (
     BatchLexemes,
     c_lexemes,
@@ -81,6 +81,8 @@ _C_LEXING: Final = {
 skipped as directives; Go's backticks are raw strings; Java's three quotes open a text
 block, as they open a raw string in Kotlin; in JavaScript a `#` starts a private member's
 name; PHP's `#` comments read as directives do, as do C#'s `#region` and `#if`."""
+_INCLUDING: Final = frozenset({"c", "cpp"})
+"""The languages whose imports are `#include` directives (see `imports.c_includes`)."""
 _PYTHON_LEXED: Final = ("python", "ruby")
 """The languages read with Python's lexer (`#` comments, quoted strings), each with its own
 word lists."""
@@ -441,6 +443,66 @@ def batch_references(
     call_blob, call_entity, call_row, call_start, call_end = _calls(
         joined, parsed, entities, lexed or {}, read
     )
+    firsts = np.zeros(len(found) + 1, dtype=np.int64)
+    np.cumsum([len(d.symbol) for d in found], out=firsts[1:])
+    declared = _imports_and_bases(
+        joined, datas, parsed, found=found, entities=entities, firsts=firsts, lexed=lexed or {}
+    )
+    n_calls = len(call_blob)
+    blob = np.concatenate([declared.blob, call_blob])
+    order = np.argsort(blob, kind="stable")
+    nulls = pa.nulls(n_calls, pa.string())
+    called = _through_locals(
+        _through_receivers(
+            joined.a, found, firsts=firsts, entity=call_entity, start=call_start, end=call_end
+        ),
+        joined,
+        datas,
+        parsed,
+        entities,
+        blob=call_blob,
+        entity=call_entity,
+        start=call_start,
+        lexemes=read,
+    )
+    return BatchReferences(
+        blob=blob[order],
+        entity=np.concatenate([declared.entity, call_entity])[order],
+        relation=np.concatenate([declared.relation, np.full(n_calls, Relation.INVOKE, np.uint8)])[
+            order
+        ],
+        target=pa.concat_arrays([declared.target, called]).take(pa.array(order)),
+        name=pa.concat_arrays([declared.name, nulls]).take(pa.array(order)),
+        alias=pa.concat_arrays([declared.alias, nulls]).take(pa.array(order)),
+        row=np.concatenate([declared.row, call_row])[order],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Declared:
+    """A batch's bases and imports as columns; a blob's bases come before its imports."""
+
+    blob: I64
+    entity: I64
+    relation: U8
+    target: pa.Array
+    name: pa.Array
+    alias: pa.Array
+    row: I64
+
+
+def _imports_and_bases(
+    joined: _Text,
+    datas: Sequence[bytes],
+    parsed: Sequence[str],
+    *,
+    found: Sequence[Definitions],
+    entities: BatchEntities,
+    firsts: I64,
+    lexed: Mapping[str, BatchLexemes],
+) -> _Declared:
+    """The bases each blob's definitions name and the imports it makes, each import held by
+    the innermost entity whose lines hold it."""
     blobs: list[int] = []
     entity_of: list[int] = []
     relation: list[int] = []
@@ -448,8 +510,6 @@ def batch_references(
     names: list[str | None] = []
     aliases: list[str | None] = []
     rows: list[int] = []
-    firsts = np.zeros(len(found) + 1, dtype=np.int64)
-    np.cumsum([len(d.symbol) for d in found], out=firsts[1:])
     for i, (data, grammar) in enumerate(zip(datas, parsed, strict=True)):
         if not grammar:
             continue
@@ -475,6 +535,8 @@ def batch_references(
             names.append(None)
             aliases.append(None)
             rows.append(int(entities.start_row[d]))
+        if grammar in _INCLUDING:
+            continue  # read for the whole batch below
         for imp in imports(data, grammar):
             blobs.append(i)
             entity_of.append(-1)
@@ -483,44 +545,47 @@ def batch_references(
             names.append(imp.name)
             aliases.append(imp.alias)
             rows.append(imp.row)
-    imported = np.flatnonzero(np.asarray(relation, dtype=np.uint8) == Relation.IMPORT)
+    include_blob, include_row, include_path = _includes(joined, parsed, lexed)
+    n_includes = len(include_blob)
+    blob_of = np.concatenate([np.asarray(blobs, dtype=np.int64), include_blob])
+    row_of = np.concatenate([np.asarray(rows, dtype=np.int64), include_row])
+    relations = np.concatenate(
+        [np.asarray(relation, dtype=np.uint8), np.full(n_includes, Relation.IMPORT, np.uint8)]
+    )
+    entity_array = np.concatenate(
+        [np.asarray(entity_of, dtype=np.int64), np.full(n_includes, -1, np.int64)]
+    )
+    imported = np.flatnonzero(relations == Relation.IMPORT)
     if len(imported):
-        held = _innermost(
-            entities,
-            joined,
-            np.asarray(blobs, dtype=np.int64)[imported],
-            np.asarray(rows, dtype=np.int64)[imported],
-        )
-        for at, entity in zip(imported.tolist(), held.tolist(), strict=True):
-            entity_of[at] = entity
-    n_calls = len(call_blob)
-    blob = np.concatenate([np.asarray(blobs, dtype=np.int64), call_blob])
-    order = np.argsort(blob, kind="stable")
-    nulls = pa.nulls(n_calls, pa.string())
-    called = _through_locals(
-        _through_receivers(
-            joined.a, found, firsts=firsts, entity=call_entity, start=call_start, end=call_end
+        entity_array[imported] = _innermost(entities, joined, blob_of[imported], row_of[imported])
+    include_nulls = pa.nulls(n_includes, pa.string())
+    return _Declared(
+        blob=blob_of,
+        entity=entity_array,
+        relation=relations,
+        target=pa.concat_arrays(
+            [pa.array(targets, pa.string()), pa.array(include_path, pa.string())]
         ),
-        joined,
-        datas,
-        parsed,
-        entities,
-        blob=call_blob,
-        entity=call_entity,
-        start=call_start,
-        lexemes=read,
+        name=pa.concat_arrays([pa.array(names, pa.string()), include_nulls]),
+        alias=pa.concat_arrays([pa.array(aliases, pa.string()), include_nulls]),
+        row=row_of,
     )
-    return BatchReferences(
-        blob=blob[order],
-        entity=np.concatenate([np.asarray(entity_of, dtype=np.int64), call_entity])[order],
-        relation=np.concatenate(
-            [np.asarray(relation, dtype=np.uint8), np.full(n_calls, Relation.INVOKE, np.uint8)]
-        )[order],
-        target=pa.concat_arrays([pa.array(targets, pa.string()), called]).take(pa.array(order)),
-        name=pa.concat_arrays([pa.array(names, pa.string()), nulls]).take(pa.array(order)),
-        alias=pa.concat_arrays([pa.array(aliases, pa.string()), nulls]).take(pa.array(order)),
-        row=np.concatenate([np.asarray(rows, dtype=np.int64), call_row])[order],
-    )
+
+
+def _includes(
+    text: _Text, grammars: Sequence[str], lexed: Mapping[str, BatchLexemes]
+) -> tuple[I64, I64, list[str]]:
+    """(blob, row, path) of each include of the batch's C and C++ blobs, from the directives
+    C's lexer found (those the outliner read, else read now)."""
+    members = np.asarray([i for i, g in enumerate(grammars) if g in _INCLUDING], dtype=np.int64)
+    if not len(members):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), []
+    starts, ends = _lexemes(text, "c", members, lexed.get("c"), _PLAIN)
+    directive = text.a[starts] == ord("#")
+    at, paths = c_includes(text.data, (starts[directive], ends[directive]))
+    blob = np.searchsorted(text.starts, at, side="right") - 1
+    row = np.searchsorted(text.newlines, at) - text.row0[blob]
+    return blob, row, paths
 
 
 def _through_locals(

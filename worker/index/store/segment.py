@@ -44,7 +44,7 @@ import pyarrow as pa
 
 from worker.index.analysis.segment_builder import SegmentTables
 
-FORMAT_VERSION: Final = 24
+FORMAT_VERSION: Final = 25
 """Bump on any change a reader of the old format would misread, or that changes what the
 analysis of a blob yields (2: definitions end on their own last line, postings grouped by
 term id; 3: each term's postings in chunk order, laid out by the one-pass sort; 4: the
@@ -59,7 +59,8 @@ an annotated definition's own name is no call; 18: C#'s usings; 19: what a `requ
 declaration binds; 20: Kotlin is parsed; 21: Python's `super().name(` and a bare `super(` are
 calls; 22: so are Ruby's calls without parentheses; 23: a call through a variable declared
 of a class is written as the class's; 24: the declarations read are Python's annotations,
-Java's, C#'s and C++'s parameters, Go's in signatures, none in comments or strings); readers
+Java's, C#'s and C++'s parameters, Go's in signatures, none in comments or strings; 25: no
+C include in a comment or a string); readers
 rebuild on mismatch, so old and new segments never mix."""
 COMPONENTS: Final = (
     "blobs",

@@ -139,6 +139,15 @@ def test_c_includes_at_line_starts_only() -> None:
         assert imports(data, grammar) == [Import(0, "linux/slab.h"), Import(1, "x.h")]
 
 
+def test_c_includes_commented_out_or_in_strings_are_not_includes() -> None:
+    """An include in a block comment, or in a string continued over lines, includes nothing."""
+    data = (
+        b'/*\n#include "old.h"\n*/\n#include "new.h"\n'
+        b'puts("\\n\\\n#include <generated.h>\\n\\\n");\n#define X 1\n#include <after.h>\n'
+    )
+    assert imports(data, "c") == [Import(3, "new.h"), Import(8, "after.h")]
+
+
 def test_php_use_of_classes_aliases_and_groups() -> None:
     """`use A\\B;`, `as`, `use A\\{B, C as D};`; `use function` and class bodies' `use` of a
     trait on the class's line are not class imports."""
