@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.index.analysis.imports import Import, imports
+from worker.index.analysis.imports import Import, _Rows, imports
 
 _NAMES = st.sampled_from(["a", "b", "colors", "$x", "_y"])
 
@@ -204,3 +204,13 @@ def test_kotlin_imports_without_semicolons() -> None:
 def test_unparsed_languages_have_no_imports() -> None:
     """Only parsed languages are read."""
     assert imports(b"import x\n", "markdown") == []
+
+
+@given(st.binary(max_size=200).map(lambda b: b.replace(b"\x00", b"\n")), st.data())
+def test_rows_asked_in_any_order_count_the_newlines_before(
+    data: bytes, draw: st.DataObject
+) -> None:
+    """Positions asked in any order, each gets the count of newlines before it."""
+    row_of = _Rows(data)
+    positions = draw.draw(st.lists(st.integers(0, len(data)), max_size=20))
+    assert [row_of(at) for at in positions] == [data.count(b"\n", 0, at) for at in positions]
