@@ -47,7 +47,7 @@ def _table(chars: bytes) -> Mask:
     return table
 
 
-_OPEN, _CLOSE, _SEMI, _NEWLINE, _SPACE, _HASH, _COLON = 123, 125, 59, 10, 32, 35, 58
+_OPEN, _CLOSE, _SEMI, _NEWLINE, _HASH, _COLON = 123, 125, 59, 10, 35, 58
 _OPEN_PAREN, _CLOSE_PAREN = 40, 41
 _BLANK: Final = _table(b" \t\r\n\f\v")
 _C_ELIDE_AFTER: Final = _table(b")=")
@@ -59,8 +59,9 @@ _PY_ELIDE_OPEN: Final = _table(b"({")
 _ONLY_SPACE: Final = _table(b" ")
 _MACRO_FILLER: Final = _table(b" \t\r\n\\")
 _MACRO_GAP: Final = _table(b" \t")
+"""What may come between a directive's `#` and its keyword, and its keyword and its name."""
 _WORD: Final = _table(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-"""What may come between a directive's `#` and its name (as `_C_MACRO_HEAD` reads it)."""
+"""The bytes of a name (`\\w` of `_C_MACRO_HEAD`)."""
 _EMPTY: Final = np.zeros(0, dtype=np.int64)
 _CUT: Final = 3
 
