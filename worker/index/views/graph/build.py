@@ -48,7 +48,7 @@ from worker.index.views.graph.scope import (
     MEMBER_SCOPED,
     NAMESPACES_SPAN_FILES,
     SELF_NAMES,
-    SUPER_NAMES,
+    SUPER_WORDS,
     Scopes,
 )
 from worker.index.views.text import CommitIndex
@@ -56,8 +56,11 @@ from worker.index.views.text import CommitIndex
 log = structlog.get_logger(__name__)
 _SEPARATORS: Final = re.compile(r"\.|::|->")
 I64 = npt.NDArray[np.int64]
-_SUPER_WORDS: Final = frozenset(SUPER_NAMES.values())
 _ARROW_SELF: Final = frozenset({"this", "$this"})
+_IMPORT: Final = int(Relation.IMPORT)
+_INHERIT: Final = int(Relation.INHERIT)
+_CLASS: Final = int(EntityType.CLASS)
+"""Plain ints for what is named per reference (an enum member takes ten times as long)."""
 """What may start a `->` chain the graph resolves (C++ `this->x`, PHP `$this->x`); any other
 object's type is unknown."""
 
@@ -288,10 +291,10 @@ class _Found:
         self.targets: list[int] = []
         self.kinds: list[int] = []
 
-    def add(self, source: int, target: int, relation: Relation) -> None:
+    def add(self, source: int, target: int, relation: int) -> None:
         self.sources.append(source)
         self.targets.append(target)
-        self.kinds.append(int(relation))
+        self.kinds.append(relation)
 
     def keys(self) -> I64:
         return _edge_keys(
@@ -333,7 +336,7 @@ def _resolve(
             if bound and bound != "*":
                 scopes.files[file].bindings.setdefault(bound, target)
             if target != file:
-                found.add(file, target, Relation.IMPORT)
+                found.add(file, target, _IMPORT)
     include_rows = np.flatnonzero(includes)
     include_rows = include_rows[
         plan.resolving(file_node[data.reference_path[include_rows]], Phase.IMPORTS)
@@ -350,8 +353,8 @@ def _resolve(
             where = holder if spans else file
             parts = _SEPARATORS.split(texts[r][0])
             base = scopes.resolve_chain(file, where, parts, parents)
-            if base is not None and scopes.types[base] == EntityType.CLASS and base != holder:
-                found.add(holder, base, Relation.INHERIT)
+            if base is not None and scopes.types[base] == _CLASS and base != holder:
+                found.add(holder, base, _INHERIT)
                 key = scopes.class_of(holder)
                 if key is not None:
                     scopes.bases[key].append(base)
@@ -490,7 +493,7 @@ def _resolve_calls(
     )
     # Through `self` or `super`: what the call means depends on the class it is made in.
     through_self = np.asarray(
-        [chain[0] in SELF_NAMES or chain[0] in _SUPER_WORDS for chain in chains], dtype=bool
+        [chain[0] in SELF_NAMES or chain[0] in SUPER_WORDS for chain in chains], dtype=bool
     )
     kept = np.flatnonzero(followed[code])
     rest, code = rest[kept], code[kept]

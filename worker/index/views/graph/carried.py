@@ -100,7 +100,9 @@ class Plan:
         self.dirty_from = dirty_from
         """The phase each file is resolved again from; None: every file, every phase."""
         self._carried = carried
-        self._readers: dict[tuple[Phase, ReadKind, int], list[int]] = {}
+        self._readers: dict[tuple[int, int, int], list[int]] = {}
+        """By (phase, read kind, file read), the files that read it: plain ints, which look
+        up alike with the enums' members (a member made from its value takes a microsecond)."""
         if carried is not None:
             reads = carried.reads
             state_reads = np.flatnonzero(
@@ -113,7 +115,7 @@ class Plan:
                 reads.node[state_reads].tolist(),
                 strict=True,
             ):
-                self._readers.setdefault((Phase(phase), ReadKind(kind), node), []).append(reader)
+                self._readers.setdefault((phase, kind, node), []).append(reader)
         self.class_keys: dict[int, set[ClassKey]] = {}
         """By file node, the keys of the classes its second phase gave bases."""
 

@@ -111,7 +111,7 @@ class Reads:
             self._at = (file, phase)
             self.current = self.by_reader.setdefault((file, phase), set())
 
-    def file(self, kind: ReadKind, node: int) -> None:
+    def file(self, kind: int, node: int) -> None:
         """Record a read of a file's state: its definitions, bindings or bases.
 
         A file's reads of its own are kept here (a remembered lookup replays them into

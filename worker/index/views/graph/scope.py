@@ -43,6 +43,7 @@ SUPER_NAMES: Final = {
     "php": "parent",
 }
 """What names, in a method, its class's bases (`super().save(`, `base.Run(`, `parent::x(`)."""
+SUPER_WORDS: Final = frozenset(SUPER_NAMES.values())
 _BASE_CONSTRUCTORS: Final = frozenset({"javascript", "typescript", "tsx", "java", "csharp"})
 """Languages where the word alone is called in a constructor: the base's constructor
 (`super(x)`, C#'s `: base(x)`), an edge to the base class."""
@@ -70,7 +71,10 @@ _OWNED: Final = _JS_GRAMMARS | {"go"}
 _DIRECTORY: Final = int(EntityType.DIRECTORY)
 _FILE: Final = int(EntityType.FILE)
 _CLASS: Final = int(EntityType.CLASS)
-"""The entity types as plain ints, for the lookups every reference makes."""
+_BINDINGS: Final = int(ReadKind.BINDINGS)
+_BASES: Final = int(ReadKind.BASES)
+"""The entity types and read kinds as plain ints, for the lookups every reference makes
+(an enum member takes ten times as long to name)."""
 
 
 def _folder(path: str) -> str:
@@ -444,7 +448,7 @@ class Scopes:
             scope = self.scope(node)
             if name in scope.top:
                 return scope.top[name]
-            self.reads.file(ReadKind.BINDINGS, node)
+            self.reads.file(_BINDINGS, node)
             if name in scope.bindings:
                 return scope.bindings[name]
             if scope.path.endswith("/__init__.py") or scope.path == "__init__.py":
@@ -481,7 +485,7 @@ class Scopes:
             method = self._go_method(key, name)
         if method is not None:
             return method
-        self.reads.file(ReadKind.BASES, key[0])
+        self.reads.file(_BASES, key[0])
         for base in self.bases.get(key, []):
             inherited = self.member(base, name, depth + 1)
             if inherited is not None:
@@ -622,7 +626,7 @@ class Scopes:
         owner = self.enclosing_class(holder, parents)
         key = None if owner is None else self.class_of(owner)
         if key is not None:
-            self.reads.file(ReadKind.BASES, key[0])
+            self.reads.file(_BASES, key[0])
         bases = self.bases.get(key, []) if key is not None else []
         if len(parts) == 1:
             if not bases or self.grammar(file) not in _BASE_CONSTRUCTORS:
@@ -639,7 +643,11 @@ class Scopes:
     ) -> int | None:
         """What `a.b.c` means in `holder`: the first name looked up, the rest as members."""
         first = parts[0]
-        if holder != file and first == SUPER_NAMES.get(self.grammar(file) or ""):
+        if (
+            holder != file
+            and first in SUPER_WORDS
+            and first == SUPER_NAMES.get(self.grammar(file) or "")
+        ):
             node, parts = self._super(file, holder, parts, parents), parts[1:]
         elif first in SELF_NAMES and holder != file:
             node = self.receiver_class(holder, parents)
