@@ -429,9 +429,6 @@ def rust_imports(data: bytes) -> list[Import]:
 # C and C++ -------------------------------------------------------------------------------
 
 _INCLUDE: Final = re.compile(rb"#[ \t]*include[ \t]*[<\"]([^>\"\n]+)[>\"]")
-_INCLUDE_WORD: Final = np.frombuffer(b"include", dtype=np.uint8)
-_GAP: Final = np.zeros(256, dtype=bool)
-_GAP[list(b" \t")] = True
 
 
 def c_includes(data: bytes, directives: Spans) -> tuple[I64, list[str]]:
@@ -441,20 +438,13 @@ def c_includes(data: bytes, directives: Spans) -> tuple[I64, list[str]]:
     Only a directive at its line's start counts. Arrays leave the regular expression the
     directives that read `include`: a C tree has hundreds of thousands of them.
     """
-    from worker.index.analysis.line_kernels import first_not_in
+    from worker.index.analysis.lexers import directives_reading
 
-    a = np.frombuffer(data, dtype=np.uint8)
     starts, ends = directives
-    word = first_not_in(a, starts + 1, ends, _GAP)
-    fits = word + len(_INCLUDE_WORD) <= ends
-    candidates = starts[fits]
-    word = word[fits]
-    for i, byte in enumerate(_INCLUDE_WORD.tolist()):
-        keep = a[word + i] == byte
-        candidates, word = candidates[keep], word[keep]
+    picked, _ = directives_reading(np.frombuffer(data, dtype=np.uint8), starts, ends, b"include")
     at: list[int] = []
     paths: list[str] = []
-    for start in candidates.tolist():
+    for start in starts[picked].tolist():
         matched = _INCLUDE.match(data, start)
         if matched is not None and _at_line_start(data, start):
             at.append(start)
@@ -464,9 +454,9 @@ def c_includes(data: bytes, directives: Spans) -> tuple[I64, list[str]]:
 
 def c_imports(data: bytes) -> list[Import]:
     """`#include "x.h"` and `#include <linux/slab.h>`: the path between the delimiters."""
-    row_of = _Rows(data)
     from worker.index.analysis.lexers import c_lexemes
 
+    row_of = _Rows(data)
     a = np.frombuffer(data, dtype=np.uint8)
     starts, ends = c_lexemes(a, np.zeros(1, np.int64), np.full(1, len(data), np.int64))
     directive = a[starts] == ord("#")

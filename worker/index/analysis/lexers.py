@@ -124,6 +124,26 @@ def _scanned(a: U8, file_starts: I64, file_ends: I64, kinds: int) -> Spans:
     return starts, ends
 
 
+_DIRECTIVE_GAP: Final = np.zeros(256, dtype=bool)
+_DIRECTIVE_GAP[list(b" \t")] = True
+"""What may come between a directive's `#` and its keyword (`#  define`), and after it."""
+
+
+def directives_reading(a: U8, starts: I64, ends: I64, keyword: bytes) -> tuple[I64, I64]:
+    """Of C directives ([start, end) in `a`, as `c_lexemes` finds them), those whose keyword
+    is `keyword`: their indices, and where the first byte after the keyword's blanks is."""
+    from worker.index.analysis.line_kernels import first_not_in
+
+    at = first_not_in(a, starts + 1, ends, _DIRECTIVE_GAP)
+    picked = np.flatnonzero(at + len(keyword) <= ends)
+    at = at[picked]
+    for i, byte in enumerate(keyword):
+        keep = a[at + i] == byte
+        picked, at = picked[keep], at[keep]
+    after = first_not_in(a, at + len(keyword), ends[picked], _DIRECTIVE_GAP)
+    return picked, after
+
+
 def inside(pos: I64, starts: I64, ends: I64) -> Mask:
     """Whether each position lies in one of the sorted, disjoint [start, end) spans."""
     if not len(starts):

@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from worker.index.analysis.distinct import distinct
-from worker.index.analysis.lexers import c_lexemes, inside, python_lexemes
+from worker.index.analysis.lexers import c_lexemes, directives_reading, inside, python_lexemes
 
 U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
@@ -58,8 +58,6 @@ _PY_ELIDE_OPEN: Final = _table(b"({")
 """Bracket groups whose inside can go: `f( )`, `{ }` parse, an empty subscript `x[ ]` does not."""
 _ONLY_SPACE: Final = _table(b" ")
 _MACRO_FILLER: Final = _table(b" \t\r\n\\")
-_MACRO_GAP: Final = _table(b" \t")
-"""What may come between a directive's `#` and its keyword, and its keyword and its name."""
 _WORD: Final = _table(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 """The bytes of a name (`\\w` of `_C_MACRO_HEAD`)."""
 _EMPTY: Final = np.zeros(0, dtype=np.int64)
@@ -392,10 +390,8 @@ def _function_like(a: U8, starts: I64, ends: I64) -> I64:
     """The starts of the directives ([start, end)) that may be function-like macros:
     `#define`, a name, then `(`. `_C_MACRO_HEAD` reads the rest: a regular expression
     tried on every directive costs more than these arrays, which leave it few."""
-    keyword = first_not_in(a, starts + 1, ends, _MACRO_GAP)
-    defines = _starts_with(a, keyword, (b"define",))
-    starts, ends, keyword = starts[defines], ends[defines], keyword[defines]
-    name = first_not_in(a, keyword + len(b"define"), ends, _MACRO_GAP)
+    defines, name = directives_reading(a, starts, ends, b"define")
+    starts, ends = starts[defines], ends[defines]
     after = first_not_in(a, name, ends, _WORD)
     opens = (after < ends) & (a[np.minimum(after, len(a) - 1)] == _OPEN_PAREN)
     found: I64 = starts[opens & (after > name)]

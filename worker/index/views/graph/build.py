@@ -57,12 +57,12 @@ log = structlog.get_logger(__name__)
 _SEPARATORS: Final = re.compile(r"\.|::|->")
 I64 = npt.NDArray[np.int64]
 _ARROW_SELF: Final = frozenset({"this", "$this"})
+"""What may start a `->` chain the graph resolves (C++ `this->x`, PHP `$this->x`); any other
+object's type is unknown."""
 _IMPORT: Final = int(Relation.IMPORT)
 _INHERIT: Final = int(Relation.INHERIT)
 _CLASS: Final = int(EntityType.CLASS)
 """Plain ints for what is named per reference (an enum member takes ten times as long)."""
-"""What may start a `->` chain the graph resolves (C++ `this->x`, PHP `$this->x`); any other
-object's type is unknown."""
 
 
 @dataclass(frozen=True, slots=True)
