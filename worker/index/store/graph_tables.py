@@ -195,22 +195,34 @@ def read_graph_state(commit_dir: Path) -> ResolutionState | None:
     oids = np.frombuffer(oid_column.buffers()[1], dtype=np.uint8)[
         oid_column.offset * 20 : (oid_column.offset + len(oid_column)) * 20
     ].reshape(-1, 20)
-    made: dict[int, FileImports] = {}
+    bindings: dict[int, dict[str, int]] = {}
+    wildcards: dict[int, list[int]] = {}
+    namespaces: dict[int, list[str]] = {}
     for owner, what, name, node in zip(
         *(imports.column(c).to_pylist() for c in ("file", "what", "name", "node")), strict=True
     ):
-        entry = made.setdefault(owner, FileImports({}, [], []))
         if what == _BINDING:
-            entry.bindings[name] = node
+            bindings.setdefault(owner, {})[name] = node
         elif what == _WILDCARD:
-            entry.wildcards.append(node)
+            wildcards.setdefault(owner, []).append(node)
         else:
-            entry.namespaces.append(name)
-    by_file: dict[int, dict[tuple[int, str], list[int]]] = {}
+            namespaces.setdefault(owner, []).append(name)
+    made = {
+        owner: FileImports(
+            bindings.get(owner, {}),
+            tuple(wildcards.get(owner, ())),
+            tuple(namespaces.get(owner, ())),
+        )
+        for owner in sorted(bindings.keys() | wildcards.keys() | namespaces.keys())
+    }
+    by_class: dict[tuple[int, str], list[int]] = {}
     for owner, qualified, base in zip(
         *(bases.column(c).to_pylist() for c in ("file", "class", "base")), strict=True
     ):
-        by_file.setdefault(owner, {}).setdefault((owner, qualified), []).append(base)
+        by_class.setdefault((owner, qualified), []).append(base)
+    by_file: dict[int, dict[tuple[int, str], tuple[int, ...]]] = {}
+    for key, nodes in by_class.items():
+        by_file.setdefault(key[0], {})[key] = tuple(nodes)
     return ResolutionState(
         oids=oids,
         grammars=files.column("grammar").to_pylist(),

@@ -131,18 +131,8 @@ def _build(
     for row in data.cpp_paths.tolist():
         if grammars[paths[row]] == "c":  # a header the index parsed as C++
             grammars[paths[row]] = "cpp"
-    entity_bounds = np.searchsorted(data.entity_path, np.arange(len(paths) + 1))
-    first = data.first_entity
     type_list: list[int] = types.tolist()
     parent_list: list[int] = parents.tolist()
-
-    def entities_of(file: int) -> list[tuple[int, str, bool]]:
-        row = file - n_dirs
-        lo, hi = int(entity_bounds[row]), int(entity_bounds[row + 1])
-        return [(first + e, data.names[e], bool(data.entity_top[e])) for e in range(lo, hi)]
-
-    def file_of(node: int) -> int:
-        return n_dirs + int(data.entity_path[node - first]) if node >= first else node
 
     def only_definitions(wanted: set[str] | None) -> dict[str, int]:
         # C's top-level names, and those whose namespaces span files by their qualified names
@@ -156,7 +146,7 @@ def _build(
             # Every definition of a wanted name stays, so each is counted as in the whole.
             kept = pc.is_in(mine_names, value_set=pa.array(sorted(wanted), pa.string()))
             mine, mine_names = mine[kept.to_numpy(zero_copy_only=False)], mine_names.filter(kept)
-        names = data.names
+        names, first = data.names, data.first_entity
         return {names[e]: first + e for e in _only_of_name(mine_names, mine).tolist()}
 
     scopes = Scopes(
@@ -164,8 +154,8 @@ def _build(
         file_nodes=file_nodes,
         dir_nodes=dir_nodes,
         grammars=grammars,
-        entities_of=entities_of,
-        file_of=file_of,
+        entities_of=data.entities_of,
+        file_of=data.file_of,
         only_definitions=only_definitions,
     )
     grammar_list = [grammars[p] for p in paths]
@@ -351,13 +341,13 @@ def _resolve(
         for r in inherit_rows.get(file, ()):
             holder = int(data.holder[r])
             where = holder if spans else file
-            parts = _SEPARATORS.split(texts[r][0])
+            parts = _chain(texts[r][0])
             base = scopes.resolve_chain(file, where, parts, parents)
             if base is not None and scopes.types[base] == _CLASS and base != holder:
                 found.add(holder, base, _INHERIT)
                 key = scopes.class_of(holder)
                 if key is not None:
-                    scopes.bases[key].append(base)
+                    scopes.bases[key] = (*scopes.bases.get(key, ()), base)
                     plan.class_keys.setdefault(file, set()).add(key)
     scopes.bases_known()
     call_edges, c_reads = _resolve_calls(
@@ -372,6 +362,16 @@ def _resolve(
     )
     edges = np.concatenate([found.keys(), include_edges, call_edges])
     return edges, ReadTable.concat([include_reads, c_reads])
+
+
+def _chain(text: str) -> tuple[str, ...]:
+    """The names of a reference's chain (`a.b`, `a::b`, `a->b`).
+
+    A tuple: the collector stops tracking a tuple of strings, not a list, and a build holds
+    one per distinct callee text.
+    """
+    # Most chains are dotted only (every Python and JavaScript one): str.split is faster.
+    return tuple(_SEPARATORS.split(text) if ":" in text or "-" in text else text.split("."))
 
 
 def _rows_by_file(rows: I64, file_of_row: I64) -> dict[int, list[int]]:
@@ -482,7 +482,7 @@ def _resolve_calls(
     encoded = texts.take(pa.array(rest)).dictionary_encode()
     code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     distinct_texts: list[str] = encoded.dictionary.to_pylist()
-    chains = [_SEPARATORS.split(text) for text in distinct_texts]
+    chains = [_chain(text) for text in distinct_texts]
     # `a->b` is followed only from `this` (`$this`); any other object's type is unknown.
     followed = np.asarray(
         [
@@ -579,7 +579,7 @@ def _meanings(
     scopes: Scopes,
     files: I64,
     holders: I64,
-    chains: list[list[str]],
+    chains: list[tuple[str, ...]],
     parents: list[int],
     *,
     few: bool,

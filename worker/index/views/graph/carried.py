@@ -44,11 +44,14 @@ class StaleCarry(Exception):
 
 @dataclass(frozen=True, slots=True)
 class FileImports:
-    """What a file's imports made (its first phase): bindings, wildcards, namespaces."""
+    """What a file's imports made (its first phase): bindings, wildcards, namespaces.
+
+    Tuples, as in `scope.FileScope`: the state holds one of these per importing file.
+    """
 
     bindings: dict[str, int]
-    wildcards: list[int]
-    namespaces: list[str]
+    wildcards: tuple[int, ...]
+    namespaces: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +65,7 @@ class ResolutionState:
     reads: ReadTable
     imports: dict[int, FileImports]
     """By file node, the files whose imports made something."""
-    bases: dict[int, dict[ClassKey, list[int]]]
+    bases: dict[int, dict[ClassKey, tuple[int, ...]]]
     """By file node, the bases of its classes that have any."""
 
 
@@ -191,11 +194,11 @@ class Plan:
             made = self._carried.imports[file]
             scope = self._scopes.files[file]
             scope.bindings.update(made.bindings)
-            scope.wildcards.extend(made.wildcards)
-            scope.namespaces.extend(made.namespaces)
+            scope.wildcards += made.wildcards
+            scope.namespaces += made.namespaces
         elif phase == Phase.BASES:
             for key, bases in self._carried.bases[file].items():
-                self._scopes.bases[key].extend(bases)
+                self._scopes.bases[key] = (*self._scopes.bases.get(key, ()), *bases)
 
     def _changed_readers(self, phase: Phase, file: int) -> list[int]:
         """When what `file` made in `phase` differs from what it made before: the files that
@@ -241,7 +244,7 @@ class Plan:
         """The state this build leaves: what it resolved, and what it carried for the rest."""
         scopes = self._scopes
         imports: dict[int, FileImports] = {}
-        bases: dict[int, dict[ClassKey, list[int]]] = {}
+        bases: dict[int, dict[ClassKey, tuple[int, ...]]] = {}
         carried = self._carried
         if carried is not None:
             for file, made in carried.imports.items():
@@ -254,13 +257,11 @@ class Plan:
             if not self.resolves(file, Phase.IMPORTS):
                 continue
             if scope.bindings or scope.wildcards or scope.namespaces:
-                imports[file] = FileImports(
-                    dict(scope.bindings), list(scope.wildcards), list(scope.namespaces)
-                )
+                imports[file] = FileImports(dict(scope.bindings), scope.wildcards, scope.namespaces)
         for file, keys in self.class_keys.items():
             if not self.resolves(file, Phase.BASES):
                 continue
-            found = {key: list(scopes.bases[key]) for key in keys if scopes.bases.get(key)}
+            found = {key: scopes.bases[key] for key in keys if scopes.bases.get(key)}
             if found:
                 bases[file] = found
         if carried is not None and self.dirty_from is not None:
@@ -475,15 +476,15 @@ def _remapped(state: ResolutionState, node_map: I64) -> ResolutionState:
         imports={
             new(file): FileImports(
                 {name: new(node) for name, node in made.bindings.items()},
-                [new(n) for n in made.wildcards],
-                list(made.namespaces),
+                tuple(new(n) for n in made.wildcards),
+                made.namespaces,
             )
             for file, made in state.imports.items()
             if new(file) >= 0
         },
         bases={
             new(file): {
-                (new(file), key[1]): [new(n) for n in nodes] for key, nodes in by_key.items()
+                (new(file), key[1]): tuple(new(n) for n in nodes) for key, nodes in by_key.items()
             }
             for file, by_key in state.bases.items()
             if new(file) >= 0

@@ -51,6 +51,13 @@ class Gathered:
                 )
             )
         self._entities(segments, blob_of_path, _concat_parts(parts), first_entity, file_node)
+        # Python lists for `entities_of` and `file_of`, asked per file and per reference
+        # (a numpy scalar costs more than the lookup).
+        owner = self.entity_path
+        self._n_dirs = first_entity - n_paths
+        self._bounds: list[int] = np.searchsorted(owner, np.arange(n_paths + 1)).tolist()
+        self._file: list[int] = file_node[owner].tolist()
+        self._top: list[bool] = self.entity_top.tolist()
 
     def gather_references(self, wanted: npt.NDArray[np.bool_] | None = None) -> None:
         """Gather the references of every path, or of the path rows `wanted` (those of the
@@ -139,6 +146,17 @@ class Gathered:
         cpp_only = pc.is_in(kind_array, value_set=_CPP_ONLY_KINDS).to_numpy(zero_copy_only=False)
         self.cpp_paths: I64 = distinct(owner[cpp_only])
         """Path rows with a definition only C++'s grammar finds: a `.h` among them is C++."""
+
+    def entities_of(self, file: int) -> list[tuple[int, str, bool]]:
+        """A file node's entities: (node, qualified name, whether at the file's top level)."""
+        row = file - self._n_dirs
+        first, names, top = self.first_entity, self.names, self._top
+        lo, hi = self._bounds[row], self._bounds[row + 1]
+        return [(first + e, names[e], top[e]) for e in range(lo, hi)]
+
+    def file_of(self, node: int) -> int:
+        """The file node an entity is defined in (a file or directory node: itself)."""
+        return self._file[node - self.first_entity] if node >= self.first_entity else node
 
     def _references(
         self,

@@ -39,7 +39,7 @@ def _python_import(
         return base, None
     if name == "*":
         if base is not None:
-            scope.wildcards.append(base)
+            scope.wildcards += (base,)
         return base, None
     member = scopes.member(base, name) if base is not None else None
     if member is None:
@@ -76,7 +76,7 @@ def _java_import(
     if name == "*":
         package = scopes.directory_by_suffix(folder)
         if package is not None:
-            scope.wildcards.append(package)
+            scope.wildcards += (package,)
         return package, None
     found = scopes.file_by_suffix(scope.path, f"{folder}/{name}.java")
     if found is not None:
@@ -100,7 +100,7 @@ def _rust_import(
         return base, alias or parts[-1]
     if name == "*":
         if base is not None:
-            scope.wildcards.append(base)
+            scope.wildcards += (base,)
         return base, None
     return (scopes.member(base, name) if base is not None else None), alias or name
 
@@ -141,7 +141,7 @@ def _csharp_import(
     if target is not None and scopes.file_of(target) == file:
         target = None  # the file's own namespace: no edge to itself
     if name == "*":
-        scopes.files[file].namespaces.append(module)
+        scopes.files[file].namespaces += (module,)
         return target, None
     return target, alias
 
@@ -153,7 +153,7 @@ def _kotlin_import(
     a name in it is defined at the top of any of their files."""
     packages = scopes.directories_ending(module.replace(".", "/"))
     if name == "*":
-        scopes.files[file].wildcards.extend(packages)
+        scopes.files[file].wildcards += tuple(packages)
         return (packages[0] if packages else None), None
     for package in packages:
         found = scopes.member(package, name or "")

@@ -99,17 +99,23 @@ class Reads:
     """The reads of each (file, phase) while resolving, and of remembered lookups."""
 
     def __init__(self) -> None:
-        self.by_reader: dict[tuple[int, Phase], set[Key]] = {}
-        self._at: tuple[int, Phase] | None = None
+        self.by_reader: dict[tuple[int, int], set[Key] | tuple[Key, ...]] = {}
+        """The reads of each (file node, phase): a set while recorded into, a tuple after (the
+        collector stops tracking a tuple of ints and strings; a build has one per file)."""
+        self._at: tuple[int, int] | None = None
         self.current: set[Key] = set()
         """Where a read is recorded now (see `file`, `name`, `path`). A remembered lookup
         records into a set of its own, then adds it here (and replays it when reused)."""
 
     def at(self, file: int, phase: Phase) -> None:
         """Record what follows as read by `file` in `phase`."""
-        if self._at != (file, phase):
-            self._at = (file, phase)
-            self.current = self.by_reader.setdefault((file, phase), set())
+        # Plain ints: the collector leaves a tuple of them untracked, not one with a member.
+        key = (file, int(phase))
+        if self._at != key:
+            if self._at is not None:
+                self.by_reader[self._at] = tuple(self.current)
+            self._at = key
+            self.current = self.by_reader[key] = set(self.by_reader.get(key, ()))
 
     def file(self, kind: int, node: int) -> None:
         """Record a read of a file's state: its definitions, bindings or bases.
@@ -190,7 +196,7 @@ def read_table(reads: Reads) -> ReadTable:
     groups = list(reads.by_reader.items())
     sizes = np.fromiter((len(keys) for _, keys in groups), dtype=np.int64, count=len(groups))
     reader = np.repeat(np.asarray([f for (f, _), _ in groups], dtype=np.int64), sizes)
-    phase = np.repeat(np.asarray([int(p) for (_, p), _ in groups], dtype=np.uint8), sizes)
+    phase = np.repeat(np.asarray([p for (_, p), _ in groups], dtype=np.uint8), sizes)
     keys = np.empty(int(sizes.sum()), dtype=object)
     keys[:] = list(itertools.chain.from_iterable(k for _, k in groups))
     is_node = np.fromiter((k.__class__ is int for k in keys), dtype=bool, count=len(keys))

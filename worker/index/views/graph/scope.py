@@ -14,6 +14,8 @@ import posixpath
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
+from operator import itemgetter
 from typing import Final
 
 from worker.index.views.graph.model import EntityType
@@ -93,17 +95,38 @@ def _joined(folder: str, path: str) -> str:
 
 @dataclass(slots=True)
 class FileScope:
-    """One file's node, language, top-level definitions and import bindings."""
+    """One file's node, language, top-level definitions and import bindings.
+
+    Its sequences are tuples, made again when one grows (rarely): the collector stops
+    tracking a tuple of ints or strings, and a build holds a scope per file.
+    """
 
     node: int
     path: str
     grammar: str | None
     top: dict[str, int] = field(default_factory=dict)
     bindings: dict[str, int] = field(default_factory=dict)
-    wildcards: list[int] = field(default_factory=list)
+    wildcards: tuple[int, ...] = ()
     """Nodes whose every member is in scope (`from m import *`, Java `import a.b.*`)."""
-    namespaces: list[str] = field(default_factory=list)
+    namespaces: tuple[str, ...] = ()
     """Namespaces whose names are in scope wherever they are defined (C#'s `using A.B;`)."""
+
+
+def _python_modules(file_nodes: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    """The Python files (modules and packages' `__init__.py`) by every dotted suffix of their
+    module name (`a.b.c`, `b.c`, `c`), each suffix's in path order."""
+    modules: list[tuple[str, int]] = []
+    for path, node in file_nodes.items():
+        if path.endswith(".py"):
+            parts = path[:-3].removesuffix("/__init__").replace("/", ".").split(".")
+            modules += [(".".join(parts[i:]), node) for i in range(len(parts))]
+    # Grouped from pairs, as tuples (see `FileScope`): lists grown per suffix would be as
+    # many containers for the collector to track.
+    modules.sort(key=itemgetter(0))
+    return {
+        name: tuple(node for _, node in group)
+        for name, group in groupby(modules, key=itemgetter(0))
+    }
 
 
 class _FileScopes(dict[int, FileScope]):
@@ -145,9 +168,12 @@ class Scopes:
         self._file_of = file_of
         self._only_definitions = only_definitions
         self._loaded_files: set[int] = set()
-        self._class_members: dict[tuple[int, str], tuple[int | None, set[Key]]] | None = None
-        """What `Class.name` is and what finding it read, remembered once every base is known
-        (`bases_known`)."""
+        self._class_members: dict[tuple[int, str], int | None] | None = None
+        """What `Class.name` is, remembered once every base is known (`bases_known`)."""
+        self._class_member_reads: dict[tuple[int, str], tuple[Key, ...]] = {}
+        """What finding each remembered `Class.name` read. Tuples, not sets: the collector
+        stops tracking a tuple of ints and strings, and a large tree remembers hundreds of
+        thousands."""
         self.file_nodes = file_nodes
         self.dir_nodes = dir_nodes
         self.paths: dict[int, str] = {node: path for path, node in file_nodes.items()}
@@ -158,7 +184,8 @@ class Scopes:
         self.members: dict[tuple[int, str], dict[str, int]] = defaultdict(dict)
         """(file node, qualified class name) -> its methods and nested classes by name."""
         self.class_key: dict[int, tuple[int, str]] = {}
-        self.bases: dict[tuple[int, str], list[int]] = defaultdict(list)
+        self.bases: dict[tuple[int, str], tuple[int, ...]] = {}
+        """Each class's bases (by its key), in the order written (a tuple, see `FileScope`)."""
         self.children: dict[int, dict[str, int]] = defaultdict(dict)
         """A directory's files and subdirectories by name."""
         self._only: dict[str, int] | None = None
@@ -172,7 +199,6 @@ class Scopes:
         self._ending_dirs: dict[str, list[int]] = {}
         self._dirs_by_name: dict[str, list[str]] | None = None
         self._ending: dict[str, int | None] = {}
-        self._python_modules: dict[str, list[int]] = defaultdict(list)
         self._module_choice: dict[tuple[str, str], int] = {}
         """Which of a module name's files an importer in a directory means (see
         `python_module`): the files of a package import the same modules."""
@@ -189,11 +215,7 @@ class Scopes:
             self.children[dir_nodes[parent] if parent else -1][name] = node
             if grammars[path] in _PACKAGED:
                 self._packages.add(dir_nodes[parent] if parent else -1)
-            if path.endswith(".py"):
-                module = path[:-3].removesuffix("/__init__").replace("/", ".")
-                parts = module.split(".")
-                for i in range(len(parts)):
-                    self._python_modules[".".join(parts[i:])].append(node)
+        self._python_modules = _python_modules(file_nodes)
         for path, node in dir_nodes.items():
             parent, _, name = path.rpartition("/")
             self.children[dir_nodes[parent] if parent else -1][name] = node
@@ -266,7 +288,7 @@ class Scopes:
                 node = self.member(node, part) if node is not None else None
             return node
         self.reads.path(module_key(rest))
-        candidates = self._python_modules.get(rest, [])
+        candidates = self._python_modules.get(rest, ())
         if not candidates:
             self.reads.path(listing_key(""))
             top = self.children[-1].get(rest.split(".")[0])
@@ -464,16 +486,16 @@ class Scopes:
         if remembered is None:
             return self._class_member(node, name, depth)
         reads = self.reads
-        known = remembered.get((node, name))
-        if known is not None:
-            reads.current.update(known[1])  # what finding it read, read again
-            return known[0]
+        key = (node, name)
+        if key in remembered:
+            reads.current.update(self._class_member_reads[key])  # what finding it read
+            return remembered[key]
         outer, inner = reads.current, set[Key]()
         reads.current = inner
-        found = self._class_member(node, name, depth)
+        found = remembered[key] = self._class_member(node, name, depth)
         reads.current = outer
         outer.update(inner)
-        remembered[(node, name)] = (found, inner)
+        self._class_member_reads[key] = tuple(inner)
         return found
 
     def _class_member(self, node: int, name: str, depth: int) -> int | None:
@@ -486,7 +508,7 @@ class Scopes:
         if method is not None:
             return method
         self.reads.file(_BASES, key[0])
-        for base in self.bases.get(key, []):
+        for base in self.bases.get(key, ()):
             inherited = self.member(base, name, depth + 1)
             if inherited is not None:
                 return inherited
@@ -627,7 +649,7 @@ class Scopes:
         key = None if owner is None else self.class_of(owner)
         if key is not None:
             self.reads.file(_BASES, key[0])
-        bases = self.bases.get(key, []) if key is not None else []
+        bases = self.bases.get(key, ()) if key is not None else ()
         if len(parts) == 1:
             if not bases or self.grammar(file) not in _BASE_CONSTRUCTORS:
                 return None

@@ -58,3 +58,17 @@ def test_paths_coming_or_going_change_the_keys_of_lookups_that_could_find_them()
     assert listing_key("src") in keys
     assert file_key("mod.rs") not in keys
     assert listing_key("src/other") not in keys
+
+
+def test_a_file_resolved_again_in_a_phase_keeps_what_it_read_before() -> None:
+    """Coming back to a (file, phase) after another adds to its reads; none are lost."""
+    reads = Reads()
+    reads.at(1, Phase.CALLS)
+    reads.name("a")
+    reads.at(2, Phase.CALLS)
+    reads.name("b")
+    reads.at(1, Phase.CALLS)
+    reads.name("c")
+    table = read_table(reads)
+    rows = set(zip(table.reader.tolist(), table.name.to_pylist(), strict=True))
+    assert rows == {(1, "a"), (1, "c"), (2, "b")}
