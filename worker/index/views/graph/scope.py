@@ -14,8 +14,6 @@ import posixpath
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import groupby
-from operator import itemgetter
 from typing import Final
 
 from worker.index.views.graph.model import EntityType
@@ -115,18 +113,19 @@ class FileScope:
 def _python_modules(file_nodes: dict[str, int]) -> dict[str, tuple[int, ...]]:
     """The Python files (modules and packages' `__init__.py`) by every dotted suffix of their
     module name (`a.b.c`, `b.c`, `c`), each suffix's in path order."""
-    modules: list[tuple[str, int]] = []
+    first: dict[str, int] = {}
+    more: dict[str, list[int]] = {}
     for path, node in file_nodes.items():
         if path.endswith(".py"):
             parts = path[:-3].removesuffix("/__init__").replace("/", ".").split(".")
-            modules += [(".".join(parts[i:]), node) for i in range(len(parts))]
-    # Grouped from pairs, as tuples (see `FileScope`): lists grown per suffix would be as
-    # many containers for the collector to track.
-    modules.sort(key=itemgetter(0))
-    return {
-        name: tuple(node for _, node in group)
-        for name, group in groupby(modules, key=itemgetter(0))
-    }
+            for i in range(len(parts)):
+                name = ".".join(parts[i:])
+                if name in first:
+                    more.setdefault(name, [first[name]]).append(node)
+                else:
+                    first[name] = node
+    # Tuples (see `FileScope`); a list only for the few suffixes that several files share.
+    return {name: tuple(more[name]) if name in more else (node,) for name, node in first.items()}
 
 
 class _FileScopes(dict[int, FileScope]):
