@@ -29,13 +29,13 @@ import numpy as np
 import pyarrow as pa
 
 from worker.index.store.segment import FORMAT_VERSION, read_table, write_table
-from worker.index.views.graph.carried import FileImports, Previous, ResolutionState
+from worker.index.views.graph.carried import Previous, ResolutionState
+from worker.index.views.graph.made import BaseRows, ImportRows
 from worker.index.views.graph.model import CommitGraph, Edges, NodeIds
 from worker.index.views.graph.reads import ReadTable
 
 STATE_FILES = ("graph_files.arrow", "graph_reads.arrow", "graph_imports.arrow", "graph_bases.arrow")
 GRAPH_FILES = ("graph_nodes.arrow", "graph_edges.arrow", *STATE_FILES, "graph.json")
-_BINDING, _WILDCARD, _NAMESPACE = 0, 1, 2
 
 
 def write_graph(commit_dir: Path, graph: CommitGraph, state: ResolutionState | None = None) -> None:
@@ -147,33 +147,7 @@ def _state_tables(state: ResolutionState) -> list[pa.Table]:
             "name": reads.name.cast(pa.string()).dictionary_encode(),
         }
     )
-    rows: list[tuple[int, int, str | None, int]] = []
-    for owner, made in state.imports.items():
-        rows += [(owner, _BINDING, bound, target) for bound, target in made.bindings.items()]
-        rows += [(owner, _WILDCARD, None, target) for target in made.wildcards]
-        rows += [(owner, _NAMESPACE, namespace, -1) for namespace in made.namespaces]
-    imports = pa.table(
-        {
-            "file": pa.array([r[0] for r in rows], pa.int32()),
-            "what": pa.array([r[1] for r in rows], pa.uint8()),
-            "name": pa.array([r[2] for r in rows], pa.string()),
-            "node": pa.array([r[3] for r in rows], pa.int32()),
-        }
-    )
-    base_list = [
-        (owner, qualified, base)
-        for owner, by_class in state.bases.items()
-        for (_, qualified), nodes in by_class.items()
-        for base in nodes
-    ]
-    base_rows = pa.table(
-        {
-            "file": pa.array([r[0] for r in base_list], pa.int32()),
-            "class": pa.array([r[1] for r in base_list], pa.string()),
-            "base": pa.array([r[2] for r in base_list], pa.int32()),
-        }
-    )
-    return [files, read_rows, imports, base_rows]
+    return [files, read_rows, state.imports.table, state.bases.table]
 
 
 def read_graph_state(commit_dir: Path) -> ResolutionState | None:
@@ -195,34 +169,6 @@ def read_graph_state(commit_dir: Path) -> ResolutionState | None:
     oids = np.frombuffer(oid_column.buffers()[1], dtype=np.uint8)[
         oid_column.offset * 20 : (oid_column.offset + len(oid_column)) * 20
     ].reshape(-1, 20)
-    bindings: dict[int, dict[str, int]] = {}
-    wildcards: dict[int, list[int]] = {}
-    namespaces: dict[int, list[str]] = {}
-    for owner, what, name, node in zip(
-        *(imports.column(c).to_pylist() for c in ("file", "what", "name", "node")), strict=True
-    ):
-        if what == _BINDING:
-            bindings.setdefault(owner, {})[name] = node
-        elif what == _WILDCARD:
-            wildcards.setdefault(owner, []).append(node)
-        else:
-            namespaces.setdefault(owner, []).append(name)
-    made = {
-        owner: FileImports(
-            bindings.get(owner, {}),
-            tuple(wildcards.get(owner, ())),
-            tuple(namespaces.get(owner, ())),
-        )
-        for owner in sorted(bindings.keys() | wildcards.keys() | namespaces.keys())
-    }
-    by_class: dict[tuple[int, str], list[int]] = {}
-    for owner, qualified, base in zip(
-        *(bases.column(c).to_pylist() for c in ("file", "class", "base")), strict=True
-    ):
-        by_class.setdefault((owner, qualified), []).append(base)
-    by_file: dict[int, dict[tuple[int, str], tuple[int, ...]]] = {}
-    for key, nodes in by_class.items():
-        by_file.setdefault(key[0], {})[key] = tuple(nodes)
     return ResolutionState(
         oids=oids,
         grammars=files.column("grammar").to_pylist(),
@@ -233,8 +179,8 @@ def read_graph_state(commit_dir: Path) -> ResolutionState | None:
             node=reads.column("node").to_numpy(),
             name=reads.column("name").combine_chunks().dictionary_decode(),
         ),
-        imports=made,
-        bases=by_file,
+        imports=ImportRows(imports),
+        bases=BaseRows(bases),
     )
 
 

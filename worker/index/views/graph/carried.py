@@ -22,6 +22,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from worker.index.views.graph.gathered import Gathered
+from worker.index.views.graph.made import BaseRows, ClassKey, FileImports, ImportRows
 from worker.index.views.graph.model import CommitGraph, NodeIds, Relation
 from worker.index.views.graph.reads import (
     Phase,
@@ -33,25 +34,12 @@ from worker.index.views.graph.reads import (
 from worker.index.views.graph.scope import Scopes
 
 I64 = npt.NDArray[np.int64]
-ClassKey = tuple[int, str]
 _EVERY_PHASE: tuple[Phase, ...] = tuple(Phase)
 
 
 class StaleCarry(Exception):
     """The graph is better built whole: the carried one does not fit the commit, or most
     files would be resolved again anyway."""
-
-
-@dataclass(frozen=True, slots=True)
-class FileImports:
-    """What a file's imports made (its first phase): bindings, wildcards, namespaces.
-
-    Tuples, as in `scope.FileScope`: the state holds one of these per importing file.
-    """
-
-    bindings: dict[str, int]
-    wildcards: tuple[int, ...]
-    namespaces: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,10 +51,10 @@ class ResolutionState:
     grammars: list[str | None]
     """Each file's grammar (file rows), as resolving saw it."""
     reads: ReadTable
-    imports: dict[int, FileImports]
-    """By file node, the files whose imports made something."""
-    bases: dict[int, dict[ClassKey, tuple[int, ...]]]
-    """By file node, the bases of its classes that have any."""
+    imports: ImportRows
+    """What files' imports made (the files whose imports made something)."""
+    bases: BaseRows
+    """The bases of the classes that have any, by file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,9 +150,9 @@ class Plan:
         if self.dirty_from is None or self._carried is None:
             yield from with_rows
             return
-        carried_files = sorted(
+        carried_files = (
             self._carried.imports if phase == Phase.IMPORTS else self._carried.bases
-        )
+        ).files()
         placed = 0
         pending = [f for f, start in self.dirty_from.items() if start <= phase]
         heapq.heapify(pending)
@@ -191,13 +179,14 @@ class Plan:
             return
         assert self._carried is not None
         if phase == Phase.IMPORTS:
-            made = self._carried.imports[file]
+            made = self._carried.imports.get(file)
+            assert made is not None
             scope = self._scopes.files[file]
             scope.bindings.update(made.bindings)
             scope.wildcards += made.wildcards
             scope.namespaces += made.namespaces
         elif phase == Phase.BASES:
-            for key, bases in self._carried.bases[file].items():
+            for key, bases in (self._carried.bases.get(file) or {}).items():
                 self._scopes.bases[key] = (*self._scopes.bases.get(key, ()), *bases)
 
     def _changed_readers(self, phase: Phase, file: int) -> list[int]:
@@ -214,7 +203,7 @@ class Plan:
             same = (before.bindings if before is not None else {}) == now
         elif phase == Phase.BASES:
             kind = ReadKind.BASES
-            was = self._carried.bases.get(file, {})
+            was = self._carried.bases.get(file) or {}
             made = {
                 key: self._scopes.bases[key]
                 for key in self.class_keys.get(file, set())
@@ -245,14 +234,6 @@ class Plan:
         scopes = self._scopes
         imports: dict[int, FileImports] = {}
         bases: dict[int, dict[ClassKey, tuple[int, ...]]] = {}
-        carried = self._carried
-        if carried is not None:
-            for file, made in carried.imports.items():
-                if not self.resolves(file, Phase.IMPORTS):
-                    imports[file] = made
-            for file, by_key in carried.bases.items():
-                if not self.resolves(file, Phase.BASES):
-                    bases[file] = by_key
         for file, scope in scopes.files.items():
             if not self.resolves(file, Phase.IMPORTS):
                 continue
@@ -264,6 +245,18 @@ class Plan:
             found = {key: scopes.bases[key] for key in keys if scopes.bases.get(key)}
             if found:
                 bases[file] = found
+        made_imports, made_bases = ImportRows.of(imports), BaseRows.of(bases)
+        carried = self._carried
+        if carried is not None:
+            # Those of the files not resolved again are carried as they were.
+            kept_imports = carried.imports.without(
+                self.resolving(carried.imports.file_column, Phase.IMPORTS)
+            )
+            kept_bases = carried.bases.without(
+                self.resolving(carried.bases.file_column, Phase.BASES)
+            )
+            made_imports = ImportRows.concat([kept_imports, made_imports])
+            made_bases = BaseRows.concat([kept_bases, made_bases])
         if carried is not None and self.dirty_from is not None:
             # Each reader's reads of the phases it was not resolved again in are kept.
             last = int(carried.reads.reader.max(initial=0))
@@ -275,8 +268,8 @@ class Plan:
             oids=oids,
             grammars=grammars,
             reads=reads,
-            imports=dict(sorted(imports.items())),
-            bases=dict(sorted(bases.items())),
+            imports=made_imports,
+            bases=made_bases,
         )
 
 
@@ -455,9 +448,6 @@ def _names_in(names: pa.Array, wanted: set[str]) -> npt.NDArray[np.bool_]:
 def _remapped(state: ResolutionState, node_map: I64) -> ResolutionState:
     """The state in the new node numbering: files gone are left out, and nodes gone are -1."""
 
-    def new(node: int) -> int:
-        return int(node_map[node]) if node >= 0 else node
-
     reads = state.reads
     reader = node_map[reads.reader]
     live = np.flatnonzero(reader >= 0)
@@ -473,20 +463,6 @@ def _remapped(state: ResolutionState, node_map: I64) -> ResolutionState:
         oids=state.oids,
         grammars=state.grammars,
         reads=renumbered,
-        imports={
-            new(file): FileImports(
-                {name: new(node) for name, node in made.bindings.items()},
-                tuple(new(n) for n in made.wildcards),
-                made.namespaces,
-            )
-            for file, made in state.imports.items()
-            if new(file) >= 0
-        },
-        bases={
-            new(file): {
-                (new(file), key[1]): tuple(new(n) for n in nodes) for key, nodes in by_key.items()
-            }
-            for file, by_key in state.bases.items()
-            if new(file) >= 0
-        },
+        imports=state.imports.renumbered(node_map),
+        bases=state.bases.renumbered(node_map),
     )
