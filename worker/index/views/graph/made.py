@@ -7,8 +7,9 @@ per file; a file's own become Python objects when a build puts them in place.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, ClassVar, Final, Generic, Self, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +22,7 @@ BINDING: Final = 0
 WILDCARD: Final = 1
 NAMESPACE: Final = 2
 """What an import row is (`ImportRows.what`)."""
+_Made = TypeVar("_Made")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,23 +34,28 @@ class FileImports:
     namespaces: tuple[str, ...]
 
 
-class _FileRows:
-    """Rows grouped by file node (ascending; each file's in the order made), as a table."""
+class _FileRows(ABC, Generic[_Made]):
+    """Rows grouped by file node (ascending; each file's in the order made), as a table of
+    the class's schema (its file column first); `nodes` names its column of nodes."""
+
+    schema: ClassVar[pa.Schema]
+    nodes: ClassVar[str]
 
     def __init__(self, table: pa.Table) -> None:
-        self.table = table
+        self.table = table = table.cast(self.schema)
         self.file_column: I64 = table.column("file").to_numpy().astype(np.int64)
         """Each row's file."""
         self._spans: dict[int, range] | None = None
+        self._lists: list[list[Any]] | None = None
 
     def __len__(self) -> int:
         return len(self.file_column)
 
     def files(self) -> list[int]:
         """The files with rows, ascending."""
-        return list(self._by_file())
+        return list(self._spans_of_files())
 
-    def _by_file(self) -> dict[int, range]:
+    def _spans_of_files(self) -> dict[int, range]:
         if self._spans is None:
             file = self.file_column
             starts = np.flatnonzero(np.diff(file, prepend=-(1 << 40))).tolist()
@@ -59,26 +66,47 @@ class _FileRows:
             }
         return self._spans
 
+    def _columns(self) -> list[list[Any]]:
+        """The columns but the file, as lists (made once: a build reads many files')."""
+        if self._lists is None:
+            self._lists = [column.to_pylist() for column in self.table.columns[1:]]
+        return self._lists
+
     def _rows(self, file: int) -> range:
         """The rows of a file (empty when it has none)."""
-        return self._by_file().get(file, range(0))
+        return self._spans_of_files().get(file, range(0))
 
-    def _kept(self, keep: npt.NDArray[np.bool_]) -> pa.Table:
-        return self.table.filter(pa.array(keep))
+    @abstractmethod
+    def get(self, file: int) -> _Made | None:
+        """What a file made, if it made anything."""
 
-    def _renumbered(self, node_map: I64, nodes: str) -> pa.Table:
-        """The table in another node numbering (see `carried`): rows of files gone are left
+    def by_file(self) -> dict[int, _Made]:
+        """What each file made."""
+        return {file: made for file in self.files() if (made := self.get(file)) is not None}
+
+    def without(self, files: npt.NDArray[np.bool_]) -> Self:
+        """The rows of the files not picked (`files`: per row, whether its file is)."""
+        return type(self)(self.table.filter(pa.array(~files)))
+
+    def renumbered(self, node_map: I64) -> Self:
+        """The rows in another node numbering (see `carried`): rows of files gone are left
         out; a node gone is -1, and a negative node (the root, or none) stays."""
         file = node_map[self.file_column]
-        node = self.table.column(nodes).to_numpy().astype(np.int64)
+        node = self.table.column(self.nodes).to_numpy().astype(np.int64)
         moved = np.where(node >= 0, node_map[np.maximum(node, 0)], node)
         table = self.table.set_column(
             self.table.schema.get_field_index("file"), "file", pa.array(file, pa.int32())
         )
         table = table.set_column(
-            table.schema.get_field_index(nodes), nodes, pa.array(moved, pa.int32())
+            table.schema.get_field_index(self.nodes), self.nodes, pa.array(moved, pa.int32())
         )
-        return _by_file(table.filter(pa.array(file >= 0)))
+        return type(self)(_by_file(table.filter(pa.array(file >= 0))))
+
+    @classmethod
+    def concat(cls, parts: list[Self]) -> Self:
+        """The rows of all the parts (of distinct files), grouped by file."""
+        tables = [p.table for p in parts] or [cls.schema.empty_table()]
+        return cls(_by_file(pa.concat_tables(tables)))
 
 
 def _table(
@@ -97,21 +125,14 @@ def _by_file(table: pa.Table) -> pa.Table:
     return table.take(pa.compute.sort_indices(table, [("file", "ascending")]))
 
 
-_IMPORT_SCHEMA: Final = pa.schema(
-    [("file", pa.int32()), ("what", pa.uint8()), ("name", pa.string()), ("node", pa.int32())]
-)
-_BASE_SCHEMA: Final = pa.schema(
-    [("file", pa.int32()), ("class", pa.string()), ("base", pa.int32())]
-)
-
-
-class ImportRows(_FileRows):
+class ImportRows(_FileRows[FileImports]):
     """Files' imports made: (file, what, name, node) rows; a binding names a node, a wildcard
     has a node and no name, a namespace a name and node -1."""
 
-    def __init__(self, table: pa.Table) -> None:
-        super().__init__(table.cast(_IMPORT_SCHEMA))
-        self._lists: tuple[list[int], list[str | None], list[int]] | None = None
+    schema = pa.schema(
+        [("file", pa.int32()), ("what", pa.uint8()), ("name", pa.string()), ("node", pa.int32())]
+    )
+    nodes = "node"
 
     @staticmethod
     def of(made: dict[int, FileImports]) -> ImportRows:
@@ -122,20 +143,14 @@ class ImportRows(_FileRows):
             rows += [(file, BINDING, name, node) for name, node in imports.bindings.items()]
             rows += [(file, WILDCARD, None, node) for node in imports.wildcards]
             rows += [(file, NAMESPACE, name, -1) for name in imports.namespaces]
-        return ImportRows(_table(rows, _IMPORT_SCHEMA))
+        return ImportRows(_table(rows, ImportRows.schema))
 
     def get(self, file: int) -> FileImports | None:
         """What a file's imports made, if they made anything."""
         rows = self._rows(file)
         if not rows:
             return None
-        if self._lists is None:
-            self._lists = (
-                self.table.column("what").to_pylist(),
-                self.table.column("name").to_pylist(),
-                self.table.column("node").to_pylist(),
-            )
-        what, name, node = self._lists
+        what, name, node = self._columns()
         bindings: dict[str, int] = {}
         wildcards: list[int] = []
         namespaces: list[str] = []
@@ -149,31 +164,12 @@ class ImportRows(_FileRows):
                 namespaces.append(named)
         return FileImports(bindings, tuple(wildcards), tuple(namespaces))
 
-    def by_file(self) -> dict[int, FileImports]:
-        """What each file's imports made."""
-        return {file: made for file in self.files() if (made := self.get(file)) is not None}
 
-    def without(self, files: npt.NDArray[np.bool_]) -> ImportRows:
-        """The rows of the files not picked (`files`: per row, whether its file is)."""
-        return ImportRows(self._kept(~files))
-
-    def renumbered(self, node_map: I64) -> ImportRows:
-        """The rows in another node numbering (see `_FileRows._renumbered`)."""
-        return ImportRows(self._renumbered(node_map, "node"))
-
-    @staticmethod
-    def concat(parts: list[ImportRows]) -> ImportRows:
-        """The rows of all the parts (of distinct files), grouped by file."""
-        tables = [p.table for p in parts] or [_IMPORT_SCHEMA.empty_table()]
-        return ImportRows(_by_file(pa.concat_tables(tables)))
-
-
-class BaseRows(_FileRows):
+class BaseRows(_FileRows[dict[ClassKey, tuple[int, ...]]]):
     """Classes' bases: (file, class, base) rows, each class's bases in the order written."""
 
-    def __init__(self, table: pa.Table) -> None:
-        super().__init__(table.cast(_BASE_SCHEMA))
-        self._lists: tuple[list[str], list[int]] | None = None
+    schema = pa.schema([("file", pa.int32()), ("class", pa.string()), ("base", pa.int32())])
+    nodes = "base"
 
     @staticmethod
     def of(made: dict[int, dict[ClassKey, tuple[int, ...]]]) -> BaseRows:
@@ -184,38 +180,15 @@ class BaseRows(_FileRows):
             for key, bases in made[file].items()
             for base in bases
         ]
-        return BaseRows(_table(rows, _BASE_SCHEMA))
+        return BaseRows(_table(rows, BaseRows.schema))
 
     def get(self, file: int) -> dict[ClassKey, tuple[int, ...]] | None:
         """The bases of a file's classes, if any has one."""
         rows = self._rows(file)
         if not rows:
             return None
-        if self._lists is None:
-            self._lists = (
-                self.table.column("class").to_pylist(),
-                self.table.column("base").to_pylist(),
-            )
-        classes, bases = self._lists
+        classes, bases = self._columns()
         found: dict[ClassKey, list[int]] = {}
         for i in rows:
             found.setdefault((file, classes[i]), []).append(bases[i])
         return {key: tuple(nodes) for key, nodes in found.items()}
-
-    def by_file(self) -> dict[int, dict[ClassKey, tuple[int, ...]]]:
-        """The bases of each file's classes."""
-        return {file: made for file in self.files() if (made := self.get(file)) is not None}
-
-    def without(self, files: npt.NDArray[np.bool_]) -> BaseRows:
-        """The rows of the files not picked (`files`: per row, whether its file is)."""
-        return BaseRows(self._kept(~files))
-
-    def renumbered(self, node_map: I64) -> BaseRows:
-        """The rows in another node numbering (see `_FileRows._renumbered`)."""
-        return BaseRows(self._renumbered(node_map, "base"))
-
-    @staticmethod
-    def concat(parts: list[BaseRows]) -> BaseRows:
-        """The rows of all the parts (of distinct files), grouped by file."""
-        tables = [p.table for p in parts] or [_BASE_SCHEMA.empty_table()]
-        return BaseRows(_by_file(pa.concat_tables(tables)))
