@@ -1,6 +1,7 @@
 """A commit's entity graph on disk, next to its view: published by the mirror, mapped by workers.
 
-    <commit dir>/graph.json          {"format_version", "n_dirs", "n_files", "n_nodes", "n_edges"}
+    <commit dir>/graph.json          {"format_version", "state", "n_dirs", "n_files", "n_nodes",
+                                      "n_edges"}
     <commit dir>/graph_nodes.arrow   name, type, path (dictionary), path_row (-1: directory),
                                      start_line, end_line       (node order)
     <commit dir>/graph_edges.arrow   source, target, relation   (by source, target, relation)
@@ -35,6 +36,9 @@ from worker.index.views.graph.model import CommitGraph, Edges, NodeIds
 from worker.index.views.graph.reads import ReadTable
 
 STATE_FILES = ("graph_files.arrow", "graph_reads.arrow", "graph_imports.arrow", "graph_bases.arrow")
+STATE_VERSION = 2
+"""The version of the state stored (`"state"` in graph.json; none: no state). 2: a look
+among another file's definitions is read by name, not as the whole file's (1, `true`)."""
 GRAPH_FILES = ("graph_nodes.arrow", "graph_edges.arrow", *STATE_FILES, "graph.json")
 
 
@@ -75,7 +79,7 @@ def write_graph(commit_dir: Path, graph: CommitGraph, state: ResolutionState | N
         os.replace(tmp, commit_dir / name)
     meta: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
-        "state": state is not None,
+        "state": STATE_VERSION if state is not None else None,
         "n_dirs": ids.n_dirs,
         "n_files": n_plain - ids.n_dirs,
         "n_nodes": graph.n_nodes,
@@ -156,7 +160,7 @@ def read_graph_state(commit_dir: Path) -> ResolutionState | None:
         meta = json.loads((commit_dir / "graph.json").read_text())
     except (OSError, ValueError):
         return None
-    if meta.get("format_version") != FORMAT_VERSION or not meta.get("state"):
+    if meta.get("format_version") != FORMAT_VERSION or meta.get("state") != STATE_VERSION:
         return None
     try:
         files, reads, imports, bases = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -38,7 +39,8 @@ def test_a_stored_graph_reads_back_identical(tmp_path: Path) -> None:
 
 def test_the_state_resolving_left_reads_back_identical(tmp_path: Path) -> None:
     """Blob ids, grammars, reads, bindings and bases survive the round trip; a graph stored
-    without its state, or with one cut short, has none to read."""
+    without its state, with one of another version, or with one cut short, has none to
+    read."""
     repo = init_repo(tmp_path / "repo")
     head = commit(repo, PYTHON.files)
     commit_dir = build_commit_index(tmp_path / "cache", "a/b", repo, head)
@@ -58,6 +60,13 @@ def test_the_state_resolving_left_reads_back_identical(tmp_path: Path) -> None:
     for column in ("reader", "phase", "kind", "node"):
         assert np.array_equal(getattr(state.reads, column), getattr(built.state.reads, column))
     assert state.reads.name.to_pylist() == built.state.reads.name.to_pylist()
+    # A state of another version (reads of whole files, `true`) is none to carry from.
+    meta_path = commit_dir / "graph.json"
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps({**meta, "state": True}))
+    assert read_graph_state(commit_dir) is None
+    meta_path.write_text(json.dumps(meta))
+    assert read_graph_state(commit_dir) is not None
     # Written unflushed: one cut short by a crash is no state, not a wrong one.
     reads = commit_dir / "graph_reads.arrow"
     reads.write_bytes(reads.read_bytes()[:100])

@@ -1,8 +1,9 @@
 """What a graph build carries over from the graph of another commit.
 
 A file's references are resolved again only from the first phase (see `reads.Phase`) in
-which something it read may have changed: its own blob, the definitions of another file it
-read, a name it looked up, a path lookup that files coming or going touch, or the bindings
+which something it read may have changed: its own blob, a name it looked up among another
+file's definitions (that file now defines it otherwise, or is gone), a name it looked up
+across the commit, a path lookup that files coming or going touch, or the bindings
 or bases another file made. The first four are known from the two commits' paths and blobs
 before resolving; the last two only once the file that makes them has been resolved again,
 so files are taken in the order a whole build takes them, and each file's carried state is
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from worker.index.views.graph.gathered import Gathered
 from worker.index.views.graph.made import BaseRows, ClassKey, FileImports, ImportRows
@@ -31,7 +33,7 @@ from worker.index.views.graph.reads import (
     definitions_key,
     path_keys,
 )
-from worker.index.views.graph.scope import Scopes
+from worker.index.views.graph.scope import Scopes, owner_and_name
 
 I64 = npt.NDArray[np.int64]
 _EVERY_PHASE: tuple[Phase, ...] = tuple(Phase)
@@ -307,6 +309,8 @@ def carry(
     came = sorted(set(range(len(paths))) - set(new_row[kept_rows].tolist()))
     old_parent = entity_parents(old, old_first)
     redefined = [old_dirs + r for r in gone.tolist()]
+    gone_nodes = list(redefined)
+    renamed: set[str] = set()  # names a file still there defines otherwise, as `file:name`
     changed_names: set[str] = set()
     for row in gone.tolist():
         changed_names.update(
@@ -327,9 +331,11 @@ def carry(
             continue
         redefined.append(old_dirs + row)
         if state.grammars[row] == grammars[nrow]:
-            changed_names.update(_names_changed(was, is_now))
+            names = _names_changed(was, is_now)
         else:
-            changed_names.update(was[0] + is_now[0])
+            names = set(was[0] + is_now[0])
+        changed_names.update(names)
+        renamed.update(f"{old_dirs + row}:{owner_and_name(name)[1]}" for name in names)
         _renumber(node_map, was[0], old_first + lo, is_now[0], first + nlo)
     new_rows = new_row[changed].tolist() + came
     dirty_from = {n_dirs + row: Phase.IMPORTS for row in new_rows}
@@ -341,9 +347,7 @@ def carry(
     # A package's definitions, read at once, change with any of its files'.
     defined = [old_paths[node - old_dirs] for node in redefined] + [paths[r] for r in came]
     moved_paths.update(definitions_key(path.rpartition("/")[0]) for path in defined)
-    stale = (reads.kind == ReadKind.FILE) & np.isin(reads.node, redefined)
-    stale |= (reads.kind == ReadKind.NAME) & _names_in(reads.name, changed_names)
-    stale |= (reads.kind == ReadKind.PATHS) & _names_in(reads.name, moved_paths)
+    stale = _stale(reads, gone_nodes, renamed, changed_names, moved_paths)
     for reader in np.unique(node_map[reads.reader[stale]]).tolist():
         if reader >= 0:
             dirty_from[reader] = Phase.IMPORTS
@@ -351,6 +355,29 @@ def carry(
         # Carrying costs more than it saves once most files are resolved again anyway.
         raise StaleCarry(f"{len(dirty_from)} of {len(paths)} files would be resolved again")
     return dirty_from, _remapped(state, node_map), node_map
+
+
+def _stale(
+    reads: ReadTable,
+    gone: list[int],
+    renamed: set[str],
+    changed_names: set[str],
+    moved_paths: set[str],
+) -> npt.NDArray[np.bool_]:
+    """Which reads may read otherwise now: a look among the definitions of a file gone, or
+    of a name (by its last part, as it is looked up) a file defines otherwise (`renamed`:
+    `file:name`); a look at a name defined otherwise across the commit; a path lookup that
+    files coming or going touch."""
+    file_reads = reads.kind == ReadKind.FILE
+    stale: npt.NDArray[np.bool_] = file_reads & np.isin(reads.node, gone)
+    if renamed:
+        looked_up = pc.binary_join_element_wise(
+            pc.cast(pa.array(reads.node), pa.string()), reads.name.cast(pa.string()), ":"
+        )
+        stale |= file_reads & _names_in(looked_up, renamed)
+    stale |= (reads.kind == ReadKind.NAME) & _names_in(reads.name, changed_names)
+    stale |= (reads.kind == ReadKind.PATHS) & _names_in(reads.name, moved_paths)
+    return stale
 
 
 def _moved(

@@ -80,11 +80,11 @@ def _java_import(
         return package, None
     found = scopes.file_by_suffix(scope.path, f"{folder}/{name}.java")
     if found is not None:
-        return scopes.scope(found).top.get(name or "", found), name
+        return _or_file(scopes.defined(found, name or ""), found), name
     owner = scopes.file_by_suffix(scope.path, f"{folder}.java")  # import static a.B.m
     if owner is None:
         return None, None
-    cls = scopes.scope(owner).top.get(folder.rsplit("/", 1)[-1])
+    cls = scopes.defined(owner, folder.rsplit("/", 1)[-1])
     return scopes.member(cls, name or ""), name
 
 
@@ -114,7 +114,7 @@ def _php_import(
     for start in range(max(1, len(parts) - 1)):
         found = scopes.file_by_suffix(scopes.paths[file], "/".join(parts[start:]) + ".php")
         if found is not None:
-            return scopes.scope(found).top.get(name or "", found), alias or name
+            return _or_file(scopes.defined(found, name or ""), found), alias or name
     return None, None
 
 
@@ -175,3 +175,8 @@ IMPORT_READERS: Final = {  # C and C++ includes: `build._c_includes`
     "csharp": _csharp_import,
     "kotlin": _kotlin_import,
 }
+
+
+def _or_file(definition: int | None, file: int) -> int:
+    """The definition an import names, else the file it is in."""
+    return file if definition is None else definition

@@ -2,10 +2,12 @@
 
 Resolution runs in three phases (imports bind names, then bases are found, then calls), and
 what a file's references mean in a phase depends on its own blob and on what it reads of the
-rest of the commit: another file's definitions, a name defined once in the commit, which
-paths it has, another file's import bindings, the bases of another file's classes. Another
-commit's build resolves a file again from the first phase whose reads may have changed, and
-keeps the rest (see `carried`).
+rest of the commit: a name among another file's definitions, a name defined once in the
+commit, which paths it has (an entry of a directory, a file by name, ...), another file's
+import bindings, the bases of another file's classes. Each is recorded as narrowly as the
+lookup asked, so that an edit makes stale only the lookups it can change. Another commit's
+build resolves a file again from the first phase whose reads may have changed, and keeps
+the rest (see `carried`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ class ReadKind(enum.IntEnum):
     """What a read was of."""
 
     FILE = 0
-    """Another file's definitions (its blob's entities)."""
+    """A name among another file's definitions (its blob's entities): what looking it up
+    there found, or that it found nothing; by the name's last part (`route` of
+    `Flask.route`), as a class's members are looked up."""
     NAME = 1
     """Which definitions of a (qualified) name the commit has."""
     BINDINGS = 2
@@ -67,6 +71,12 @@ def listing_key(directory: str) -> str:
     return "c:" + directory
 
 
+def entry_key(directory: str, name: str) -> str:
+    """The key of looking for one entry of a directory by name ("" is the root): a
+    subdirectory `name`, or a file `name` with or without an extension (`name.py`)."""
+    return f"e:{directory}/{name}"
+
+
 def module_key(module: str) -> str:
     """The key of looking a Python module up by dotted name (`a.b.c`): its last part, the name
     of a file `c.py` or of a package `c/`."""
@@ -79,20 +89,26 @@ def path_keys(files: list[str], directories: list[str]) -> set[str]:
     keys: set[str] = set()
     for path in files:
         folder, _, name = path.rpartition("/")
-        keys.update((file_key(path), listing_key(folder)))
+        keys.update((file_key(path), listing_key(folder), entry_key(folder, name)))
+        keys.add(entry_key(folder, name.rpartition(".")[0] or name))
         if name.endswith(".py"):
             stem = name.removesuffix(".py")
             keys.add(module_key(folder.rpartition("/")[2] if stem == "__init__" else stem))
     for path in directories:
-        keys.update((directory_key(path), listing_key(path.rpartition("/")[0])))
+        parent, _, name = path.rpartition("/")
+        keys.update((directory_key(path), listing_key(parent), entry_key(parent, name)))
         keys.add(module_key(path.rpartition("/")[2]))
     return keys
 
 
 Key = int | str
-"""A read, compact (a file's state is `node * 4 + kind`; a name is `=name`; a path key is
-itself): millions are made in a large tree, and tuples would keep the collector busy."""
+"""A read, compact: millions are made in a large tree, and ints and strings are neither
+tracked by the collector nor costly to hash. A file's state is `node * 4 + kind`; a name
+among a file's definitions the same with the name's number (see `Reads.definition`) above
+`_NAME_SHIFT`; a name across the commit is `=name`; a path key is itself."""
 NODE_KINDS: Final = 4
+_NAME_SHIFT: Final = 34
+"""Where a definition read's name number starts (a node takes the 32 bits above the kind)."""
 
 
 class Reads:
@@ -106,6 +122,8 @@ class Reads:
         self.current: set[Key] = set()
         """Where a read is recorded now (see `file`, `name`, `path`). A remembered lookup
         records into a set of its own, then adds it here (and replays it when reused)."""
+        self.names: dict[str, int] = {}
+        """The number of each name looked up among a file's definitions (from 1)."""
 
     def at(self, file: int, phase: Phase) -> None:
         """Record what follows as read by `file` in `phase`."""
@@ -124,6 +142,13 @@ class Reads:
         other files) and left out of `read_table`: a file's own state is resolved with it.
         """
         self.current.add(node * NODE_KINDS + kind)
+
+    def definition(self, node: int, name: str) -> None:
+        """Record a look for a name among a file's definitions (see `ReadKind.FILE`)."""
+        number = self.names.get(name)
+        if number is None:
+            number = self.names[name] = len(self.names) + 1
+        self.current.add((number << _NAME_SHIFT) | (node * NODE_KINDS))
 
     def name(self, qualified: str) -> None:
         """Record a look at the definitions of a (qualified) name across the commit."""
@@ -197,28 +222,31 @@ def read_table(reads: Reads) -> ReadTable:
     sizes = np.fromiter((len(keys) for _, keys in groups), dtype=np.int64, count=len(groups))
     reader = np.repeat(np.asarray([f for (f, _), _ in groups], dtype=np.int64), sizes)
     phase = np.repeat(np.asarray([p for (_, p), _ in groups], dtype=np.uint8), sizes)
-    keys = np.empty(int(sizes.sum()), dtype=object)
-    keys[:] = list(itertools.chain.from_iterable(k for _, k in groups))
-    is_node = np.fromiter((k.__class__ is int for k in keys), dtype=bool, count=len(keys))
-    node_keys = keys[is_node].astype(np.int64)
-    node, node_kind = np.divmod(node_keys, NODE_KINDS)
-    own = node == reader[is_node]
-    texts = pa.array(keys[~is_node].tolist(), pa.string())
+    keys = list(itertools.chain.from_iterable(k for _, k in groups))
+    is_int = np.fromiter((k.__class__ is int for k in keys), dtype=bool, count=len(keys))
+    int_keys = np.asarray([k for k in keys if isinstance(k, int)], dtype=np.int64)
+    name_number = int_keys >> _NAME_SHIFT
+    node, node_kind = np.divmod(int_keys & ((1 << _NAME_SHIFT) - 1), NODE_KINDS)
+    int_reader = reader[is_int]
+    own = node == int_reader
+    is_text = ~is_int
+    texts = pa.array([k for k in keys if isinstance(k, str)], pa.string())
     is_name = pc.starts_with(texts, "=").to_numpy(zero_copy_only=False)
     names = pc.if_else(is_name, pc.utf8_slice_codeunits(texts, 1), texts)
     n_texts = len(texts)
     return ReadTable.concat(
         [
             ReadTable(
-                reader=reader[is_node][~own].astype(np.int32),
-                phase=phase[is_node][~own],
+                reader=int_reader[~own].astype(np.int32),
+                phase=phase[is_int][~own],
                 kind=node_kind[~own].astype(np.uint8),
                 node=node[~own].astype(np.int32),
-                name=pa.nulls(int((~own).sum()), pa.string()),
+                # A definition read's name, by its number (0: a read of a file's state).
+                name=pa.array([None, *reads.names], pa.string()).take(pa.array(name_number[~own])),
             ),
             ReadTable(
-                reader=reader[~is_node].astype(np.int32),
-                phase=phase[~is_node],
+                reader=reader[is_text].astype(np.int32),
+                phase=phase[is_text],
                 kind=np.where(is_name, ReadKind.NAME, ReadKind.PATHS).astype(np.uint8),
                 node=np.full(n_texts, -1, dtype=np.int32),
                 name=names,

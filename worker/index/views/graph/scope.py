@@ -18,12 +18,12 @@ from typing import Final
 
 from worker.index.views.graph.model import EntityType
 from worker.index.views.graph.reads import (
-    NODE_KINDS,
     Key,
     ReadKind,
     Reads,
     definitions_key,
     directory_key,
+    entry_key,
     file_key,
     listing_key,
     module_key,
@@ -75,6 +75,15 @@ _BINDINGS: Final = int(ReadKind.BINDINGS)
 _BASES: Final = int(ReadKind.BASES)
 """The entity types and read kinds as plain ints, for the lookups every reference makes
 (an enum member takes ten times as long to name)."""
+
+
+def owner_and_name(qualified: str) -> tuple[str, str]:
+    """What a definition's qualified name says it is a member of ("" for none), and its own
+    name (`Flask.route`: `Flask`, `route`)."""
+    owner, _, name = qualified.rpartition(".")
+    if "::" in name:  # C++ `void Foo::bar()` defined outside its class
+        owner, _, name = qualified.rpartition("::")
+    return owner, name
 
 
 def _folder(path: str) -> str:
@@ -225,20 +234,19 @@ class Scopes:
         return self._grammar_of.get(node)
 
     def scope(self, file: int) -> FileScope:
-        """A file's scope, its definitions read in on first use."""
-        # `Reads.file(ReadKind.FILE, file)`, inline: the hottest call of a build.
-        self.reads.current.add(file * NODE_KINDS)
+        """A file's scope, its definitions read in on first use.
+
+        Not a read: what is looked up among them is (see `defined`, `Reads.definition`).
+        """
         found = self.files[file]
         if file not in self._loaded_files:
             self._load(file, found)
         return found
 
-    def _loaded(self, file: int) -> FileScope:
-        """`scope`, not recorded as read (the caller records what it reads)."""
-        found = self.files[file]
-        if file not in self._loaded_files:
-            self._load(file, found)
-        return found
+    def defined(self, file: int, name: str) -> int | None:
+        """A file's top-level definition of a name, if it has one."""
+        self.reads.definition(file, name)
+        return self.scope(file).top.get(name)
 
     def _load(self, file: int, scope: FileScope) -> None:
         self._loaded_files.add(file)
@@ -247,9 +255,7 @@ class Scopes:
 
     def _add_entity(self, scope: FileScope, node: int, qualified: str, top_level: bool) -> None:
         """Record a definition: its file's top level, or a member of its class."""
-        owner, _, name = qualified.rpartition(".")
-        if "::" in name:  # C++ `void Foo::bar()` defined outside its class
-            owner, _, name = qualified.rpartition("::")
+        owner, name = owner_and_name(qualified)
         if top_level and not owner:
             scope.top.setdefault(name, node)
         elif owner:
@@ -289,8 +295,9 @@ class Scopes:
         self.reads.path(module_key(rest))
         candidates = self._python_modules.get(rest, ())
         if not candidates:
-            self.reads.path(listing_key(""))
-            top = self.children[-1].get(rest.split(".")[0])
+            first = rest.split(".")[0]
+            self.reads.path(entry_key("", first))
+            top = self.children[-1].get(first)
             if top is not None and self.types[top] == _DIRECTORY:
                 node = top
                 for part in rest.split(".")[1:]:
@@ -445,30 +452,34 @@ class Scopes:
             return None
         kind = self.types[node] if node >= 0 else _DIRECTORY
         if kind == _DIRECTORY:
-            self.reads.path(listing_key(self._dir_paths.get(node, "")))
+            self.reads.path(entry_key(self._dir_paths.get(node, ""), name))
             children = self.children.get(node, {})
             for entry in (f"{name}.py", name, f"{name}.rs"):
                 if entry in children:
                     child = children[entry]
                     if self.types[child] == _DIRECTORY:
-                        self.reads.path(listing_key(self._dir_paths[child]))
+                        self.reads.path(entry_key(self._dir_paths[child], "__init__"))
                         init = self.children.get(child, {}).get("__init__.py")
                         return init if init is not None else child
                     return child
+            # Whether it is a package, and its files' definitions if it is (Go, Kotlin):
+            # read as one, as any file coming or going may change them.
+            folder = self._dir_paths.get(node, "")
+            self.reads.path(listing_key(folder))
             if node not in self._packages:
                 return None
-            # A Go or Kotlin package: its files' definitions, read as one.
-            self.reads.path(definitions_key(self._dir_paths.get(node, "")))
+            self.reads.path(definitions_key(folder))
             for child in children.values():
                 if self.grammar(child) in _PACKAGED:
-                    top = self._loaded(child).top
+                    top = self.scope(child).top
                     if name in top:
                         return top[name]
             return None
         if kind == _FILE:
-            scope = self.scope(node)
-            if name in scope.top:
-                return scope.top[name]
+            found = self.defined(node, name)
+            if found is not None:
+                return found
+            scope = self.files[node]
             self.reads.file(_BINDINGS, node)
             if name in scope.bindings:
                 return scope.bindings[name]
@@ -501,6 +512,7 @@ class Scopes:
         key = self.class_of(node)
         if key is None:
             return None
+        self.reads.definition(key[0], name)
         method = self.members.get(key, {}).get(name)
         if method is None and self.grammar(key[0]) == "go":
             method = self._go_method(key, name)
@@ -521,7 +533,7 @@ class Scopes:
         package = self.dir_nodes.get(folder, -1)
         for file in self.children.get(package, {}).values():
             if file != key[0] and self.grammar(file) == "go":
-                self._loaded(file)
+                self.scope(file)
                 method = self.members.get((file, key[1]), {}).get(name)
                 if method is not None:
                     return method
@@ -559,7 +571,7 @@ class Scopes:
     def lookup(self, file: int, holder: int, name: str, parents: Sequence[int]) -> int | None:
         """What a bare name means in `holder` (an entity, or the file itself)."""
         # `file` is the one being resolved, and its own state is resolved with it: not a read.
-        scope = self._loaded(file)
+        scope = self.scope(file)
         if scope.grammar in MEMBER_SCOPED and holder != file:
             # The enclosing classes (and C++ namespaces), innermost first, bases included.
             owner = self.enclosing_class(holder, parents)
@@ -584,10 +596,10 @@ class Scopes:
         if scope.grammar in ("java", "php"):
             # A class of the same package (namespace): the file named after it beside this one.
             folder = _folder(scope.path)
-            self.reads.path(listing_key(folder))
+            self.reads.path(entry_key(folder, name))
             package = self.dir_nodes.get(folder, -1)
             sibling = self.children.get(package, {}).get(f"{name}.{scope.grammar}")
-            return None if sibling is None else self.scope(sibling).top.get(name)
+            return None if sibling is None else self.defined(sibling, name)
         if scope.grammar in _GLOBAL_NAMES:
             found = self._global(scope, holder, name, parents)
             # Ruby's and C#'s global names are types; a method named alike in two places may

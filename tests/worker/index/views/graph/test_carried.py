@@ -88,6 +88,27 @@ def test_an_edited_commit_resolves_only_what_may_differ(tmp_path: Path) -> None:
     assert carried.resolved < whole.resolved == whole.files
 
 
+def test_a_new_definition_or_file_resolves_again_only_what_looked_its_name_up(
+    tmp_path: Path,
+) -> None:
+    """A definition added to a file, and a file added to a package, change only lookups of
+    their names there: the files that import other names from them are not resolved again."""
+    repo = init_repo(tmp_path / "repo")
+    first = commit(repo, _PACKAGE)
+    before = _build(tmp_path / "cache", repo, first, None)
+    second = commit(
+        repo,
+        {
+            "shop/util.py": "def fmt(x):\n    return str(x)\n\ndef extra():\n    return 0\n",
+            "shop/new.py": "def fresh():\n    return 1\n",
+        },
+    )
+    carried = _build(tmp_path / "cache", repo, second, _stored(tmp_path / "g1", before))
+    whole = _build(tmp_path / "cache", repo, second, None)
+    _assert_same(carried.graph, whole.graph)
+    assert carried.resolved == 2  # util.py and new.py themselves
+
+
 def test_a_chain_of_carried_graphs_stays_whole(tmp_path: Path) -> None:
     """Each commit built from the one before (as stored) equals its whole build, commit after
     commit."""

@@ -8,6 +8,7 @@ from worker.index.views.graph.reads import (
     ReadKind,
     Reads,
     directory_key,
+    entry_key,
     file_key,
     listing_key,
     module_key,
@@ -47,9 +48,14 @@ def test_a_remembered_lookup_counts_for_every_file_that_uses_it() -> None:
 
 
 def test_paths_coming_or_going_change_the_keys_of_lookups_that_could_find_them() -> None:
-    """A file changes lookups of its name, of its directory's listing and of its module; a
-    directory those of its name and of its parent's listing."""
+    """A file changes lookups of its name, of its directory's listing, of its entry there
+    (with or without its extension) and of its module; a directory those of its name, of
+    its parent's listing and of its entry there."""
     keys = path_keys(["src/pkg/mod.py", "src/pkg/__init__.py"], ["src/pkg"])
+    assert entry_key("src/pkg", "mod") in keys
+    assert entry_key("src/pkg", "mod.py") in keys
+    assert entry_key("src", "pkg") in keys
+    assert entry_key("src/pkg", "other") not in keys
     assert file_key("other/mod.py") in keys
     assert listing_key("src/pkg") in keys
     assert module_key("a.b.mod") in keys
@@ -72,3 +78,23 @@ def test_a_file_resolved_again_in_a_phase_keeps_what_it_read_before() -> None:
     table = read_table(reads)
     rows = set(zip(table.reader.tolist(), table.name.to_pylist(), strict=True))
     assert rows == {(1, "a"), (1, "c"), (2, "b")}
+
+
+def test_a_look_among_a_files_definitions_is_recorded_by_name() -> None:
+    """What a file looked up among another's definitions is kept with the name looked up;
+    among its own, it is left out."""
+    reads = Reads()
+    reads.at(1, Phase.CALLS)
+    reads.definition(5, "save")
+    reads.definition(1, "helper")
+    table = read_table(reads)
+    rows = set(
+        zip(
+            table.reader.tolist(),
+            table.kind.tolist(),
+            table.node.tolist(),
+            table.name.to_pylist(),
+            strict=True,
+        )
+    )
+    assert rows == {(1, ReadKind.FILE, 5, "save")}
