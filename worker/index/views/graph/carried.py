@@ -37,6 +37,8 @@ from worker.index.views.graph.scope import Scopes, owner_and_name
 
 I64 = npt.NDArray[np.int64]
 _EVERY_PHASE: tuple[Phase, ...] = tuple(Phase)
+_EVERY_FILE = 1 << 62
+"""Where a phase that has ended is: past every file."""
 
 
 class StaleCarry(Exception):
@@ -111,6 +113,16 @@ class Plan:
                 self._readers.setdefault((phase, kind, node), []).append(reader)
         self.class_keys: dict[int, set[ClassKey]] = {}
         """By file node, the keys of the classes its second phase gave bases."""
+        self._passed = {int(Phase.IMPORTS): -1, int(Phase.BASES): -1}
+        """Where each phase is: the files before this node are passed (see `files`)."""
+        self._unplaced: dict[int, set[int]] = {}
+        """By phase, the files whose carried state is not in place yet."""
+        if carried is not None:
+            self._unplaced = {
+                int(Phase.IMPORTS): set(carried.imports.files()),
+                int(Phase.BASES): set(carried.bases.files()),
+            }
+            scopes.carried = self._place_when_passed
 
     @staticmethod
     def whole(scopes: Scopes) -> Plan:
@@ -148,14 +160,15 @@ class Plan:
 
     def files(self, phase: Phase, with_rows: list[int]) -> Iterator[int]:
         """The files `phase` resolves, in node order (`with_rows`: the files with references
-        of this phase); carried state is put in place as each is reached."""
+        of this phase).
+
+        The carried state of the files before the one being resolved is in place, as in a
+        whole build, where they are resolved before it: put there when first read (see
+        `_place_when_passed`), as most of it never is.
+        """
         if self.dirty_from is None or self._carried is None:
             yield from with_rows
             return
-        carried_files = (
-            self._carried.imports if phase == Phase.IMPORTS else self._carried.bases
-        ).files()
-        placed = 0
         pending = [f for f, start in self.dirty_from.items() if start <= phase]
         heapq.heapify(pending)
         last = -1
@@ -164,16 +177,19 @@ class Plan:
             if file == last:
                 continue
             last = file
-            while placed < len(carried_files) and carried_files[placed] < file:
-                self._place(phase, carried_files[placed])
-                placed += 1
-            if placed < len(carried_files) and carried_files[placed] == file:
-                placed += 1  # resolved again: its carried state is replaced
+            self._passed[phase] = file
             yield file
             for reader in self._changed_readers(phase, file):
                 heapq.heappush(pending, reader)
-        for rest in carried_files[placed:]:
-            self._place(phase, rest)
+        self._passed[phase] = _EVERY_FILE
+
+    def _place_when_passed(self, file: int, phase: int) -> None:
+        """Before a read of a file's state of `phase`: its carried state, put in place if the
+        phase has passed the file (else it is not made yet, as in a whole build)."""
+        unplaced = self._unplaced[phase]
+        if file in unplaced and file < self._passed[phase]:
+            unplaced.discard(file)
+            self._place(Phase(phase), file)
 
     def _place(self, phase: Phase, file: int) -> None:
         """Put a file's carried state of `phase` in place, unless it is resolved again."""

@@ -19,6 +19,7 @@ from typing import Final
 from worker.index.views.graph.model import EntityType
 from worker.index.views.graph.reads import (
     Key,
+    Phase,
     ReadKind,
     Reads,
     definitions_key,
@@ -73,6 +74,8 @@ _FILE: Final = int(EntityType.FILE)
 _CLASS: Final = int(EntityType.CLASS)
 _BINDINGS: Final = int(ReadKind.BINDINGS)
 _BASES: Final = int(ReadKind.BASES)
+_IMPORTS: Final = int(Phase.IMPORTS)
+_BASES_PHASE: Final = int(Phase.BASES)
 """The entity types and read kinds as plain ints, for the lookups every reference makes
 (an enum member takes ten times as long to name)."""
 
@@ -176,6 +179,9 @@ class Scopes:
         self._file_of = file_of
         self._only_definitions = only_definitions
         self._loaded_files: set[int] = set()
+        self.carried: Callable[[int, int], None] | None = None
+        """In a carried build: called before a file's state of a phase (its bindings, or its
+        classes' bases) is read, to put what it carries in place (see `carried.Plan`)."""
         self._class_members: dict[tuple[int, str], int | None] | None = None
         """What `Class.name` is, remembered once every base is known (`bases_known`)."""
         self._class_member_reads: dict[tuple[int, str], tuple[Key, ...]] = {}
@@ -218,16 +224,21 @@ class Scopes:
         self._packages: set[int] = set()
         """Directories holding a Go or Kotlin file (-1: the root): their files' top-level
         names are one package's."""
-        for path, node in file_nodes.items():
+        self._python_modules = _python_modules(file_nodes)
+        self._dir_paths = {node: path for path, node in dir_nodes.items()}
+        self._list_directories()
+
+    def _list_directories(self) -> None:
+        """Each directory's entries, and which directories are Go or Kotlin packages."""
+        dir_nodes = self.dir_nodes
+        for path, node in self.file_nodes.items():
             parent, _, name = path.rpartition("/")
             self.children[dir_nodes[parent] if parent else -1][name] = node
-            if grammars[path] in _PACKAGED:
+            if self._grammars[path] in _PACKAGED:
                 self._packages.add(dir_nodes[parent] if parent else -1)
-        self._python_modules = _python_modules(file_nodes)
         for path, node in dir_nodes.items():
             parent, _, name = path.rpartition("/")
             self.children[dir_nodes[parent] if parent else -1][name] = node
-        self._dir_paths = {node: path for path, node in dir_nodes.items()}
 
     def grammar(self, node: int) -> str | None:
         """A file's grammar; None for a directory or a file no parser reads."""
@@ -481,6 +492,8 @@ class Scopes:
                 return found
             scope = self.files[node]
             self.reads.file(_BINDINGS, node)
+            if self.carried is not None:
+                self.carried(node, _IMPORTS)
             if name in scope.bindings:
                 return scope.bindings[name]
             if scope.path.endswith("/__init__.py") or scope.path == "__init__.py":
@@ -519,6 +532,8 @@ class Scopes:
         if method is not None:
             return method
         self.reads.file(_BASES, key[0])
+        if self.carried is not None:
+            self.carried(key[0], _BASES_PHASE)
         for base in self.bases.get(key, ()):
             inherited = self.member(base, name, depth + 1)
             if inherited is not None:
@@ -572,6 +587,8 @@ class Scopes:
         """What a bare name means in `holder` (an entity, or the file itself)."""
         # `file` is the one being resolved, and its own state is resolved with it: not a read.
         scope = self.scope(file)
+        if self.carried is not None:  # its imports' state, when they are not resolved again
+            self.carried(file, _IMPORTS)
         if scope.grammar in MEMBER_SCOPED and holder != file:
             # The enclosing classes (and C++ namespaces), innermost first, bases included.
             owner = self.enclosing_class(holder, parents)
@@ -660,6 +677,8 @@ class Scopes:
         key = None if owner is None else self.class_of(owner)
         if key is not None:
             self.reads.file(_BASES, key[0])
+            if self.carried is not None:
+                self.carried(key[0], _BASES_PHASE)
         bases = self.bases.get(key, ()) if key is not None else ()
         if len(parts) == 1:
             if not bases or self.grammar(file) not in _BASE_CONSTRUCTORS:

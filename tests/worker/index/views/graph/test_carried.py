@@ -109,6 +109,56 @@ def test_a_new_definition_or_file_resolves_again_only_what_looked_its_name_up(
     assert carried.resolved == 2  # util.py and new.py themselves
 
 
+def _carried_and_whole(
+    tmp_path: Path, files: dict[str, str], edits: dict[str, str | None]
+) -> tuple[GraphBuild, GraphBuild]:
+    """The graph of a commit that edits `files`, carried from theirs and built whole."""
+    repo = init_repo(tmp_path / "repo")
+    before = _build(tmp_path / "cache", repo, commit(repo, files), None)
+    second = commit(repo, edits)
+    carried = _build(tmp_path / "cache", repo, second, _stored(tmp_path / "g1", before))
+    return carried, _build(tmp_path / "cache", repo, second, None)
+
+
+def test_a_file_resolved_again_sees_no_bindings_of_a_later_file_yet(tmp_path: Path) -> None:
+    """As in a whole build, a file does not see the bindings of a file after it: a file's
+    carried bindings are in place only once the build has passed it."""
+    carried, whole = _carried_and_whole(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "from pkg.z import thing\n\ndef use():\n    return thing()\n",
+            "pkg/util.py": "def thing():\n    return 1\n",
+            "pkg/z.py": "from pkg.util import thing\n",
+        },
+        {"pkg/a.py": "from pkg.z import thing\n\ndef use():\n    return thing() + 1\n"},
+    )
+    _assert_same(carried.graph, whole.graph)
+    assert carried.resolved < whole.resolved
+
+
+def test_a_file_resolved_again_for_its_calls_alone_keeps_its_imports(tmp_path: Path) -> None:
+    """A file resolved again only for its calls (a class it inherits from changed bases)
+    still resolves the names its imports bound, which are carried."""
+    carried, whole = _carried_and_whole(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/base1.py": "class A:\n    def run(self):\n        return 1\n",
+            "pkg/base2.py": "class B:\n    def run(self):\n        return 2\n",
+            "pkg/models.py": "from pkg.base1 import A\n\nclass M(A):\n    pass\n",
+            "pkg/user.py": (
+                "from pkg.models import M\nfrom pkg.util import helper\n\n"
+                "class U(M):\n    def go(self):\n        helper()\n        return self.run()\n"
+            ),
+            "pkg/util.py": "def helper():\n    return 0\n",
+        },
+        {"pkg/models.py": "from pkg.base2 import B\n\nclass M(B):\n    pass\n"},
+    )
+    _assert_same(carried.graph, whole.graph)
+    assert carried.resolved < whole.resolved
+
+
 def test_a_chain_of_carried_graphs_stays_whole(tmp_path: Path) -> None:
     """Each commit built from the one before (as stored) equals its whole build, commit after
     commit."""
