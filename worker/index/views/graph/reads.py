@@ -136,7 +136,7 @@ class Reads:
             self.current = self.by_reader[key] = set(self.by_reader.get(key, ()))
 
     def file(self, kind: int, node: int) -> None:
-        """Record a read of a file's state: its definitions, bindings or bases.
+        """Record a read of a file's state: its bindings or its classes' bases.
 
         A file's reads of its own are kept here (a remembered lookup replays them into
         other files) and left out of `read_table`: a file's own state is resolved with it.

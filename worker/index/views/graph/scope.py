@@ -76,8 +76,8 @@ _BINDINGS: Final = int(ReadKind.BINDINGS)
 _BASES: Final = int(ReadKind.BASES)
 _IMPORTS: Final = int(Phase.IMPORTS)
 _BASES_PHASE: Final = int(Phase.BASES)
-"""The entity types and read kinds as plain ints, for the lookups every reference makes
-(an enum member takes ten times as long to name)."""
+"""The entity types, read kinds and phases as plain ints, for the lookups every reference
+makes (an enum member takes ten times as long to name)."""
 
 
 def owner_and_name(qualified: str) -> tuple[str, str]:

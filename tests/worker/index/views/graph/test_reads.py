@@ -7,6 +7,7 @@ from worker.index.views.graph.reads import (
     Phase,
     ReadKind,
     Reads,
+    ReadTable,
     directory_key,
     entry_key,
     file_key,
@@ -24,25 +25,15 @@ def test_a_remembered_lookup_counts_for_every_file_that_uses_it() -> None:
     reads.at(1, Phase.CALLS)
     outer, inner = reads.current, set()
     reads.current = inner
-    reads.file(ReadKind.FILE, 1)
+    reads.definition(1, "save")
     reads.name("x")
     reads.current = outer
     outer.update(inner)
     reads.at(2, Phase.CALLS)
     reads.current.update(inner)
-    table = read_table(reads)
-    rows = set(
-        zip(
-            table.reader.tolist(),
-            table.kind.tolist(),
-            table.node.tolist(),
-            table.name.to_pylist(),
-            strict=True,
-        )
-    )
-    assert rows == {
+    assert _rows(read_table(reads)) == {
         (1, ReadKind.NAME, -1, "x"),
-        (2, ReadKind.FILE, 1, None),
+        (2, ReadKind.FILE, 1, "save"),
         (2, ReadKind.NAME, -1, "x"),
     }
 
@@ -87,8 +78,12 @@ def test_a_look_among_a_files_definitions_is_recorded_by_name() -> None:
     reads.at(1, Phase.CALLS)
     reads.definition(5, "save")
     reads.definition(1, "helper")
-    table = read_table(reads)
-    rows = set(
+    assert _rows(read_table(reads)) == {(1, ReadKind.FILE, 5, "save")}
+
+
+def _rows(table: ReadTable) -> set[tuple[int, int, int, str | None]]:
+    """The reads as (reader, kind, node, name) rows."""
+    return set(
         zip(
             table.reader.tolist(),
             table.kind.tolist(),
@@ -97,4 +92,3 @@ def test_a_look_among_a_files_definitions_is_recorded_by_name() -> None:
             strict=True,
         )
     )
-    assert rows == {(1, ReadKind.FILE, 5, "save")}
