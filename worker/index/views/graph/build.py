@@ -602,11 +602,6 @@ def _meanings(
     return np.asarray(found, dtype=np.int64)
 
 
-def _node_or(node: int | None) -> int:
-    """The node, -1 for none."""
-    return -1 if node is None else node
-
-
 def _c_calls(data: Gathered, is_c: npt.NDArray[np.bool_], path_rows: I64, call_rows: I64) -> I64:
     """The definition each plain C call (reference rows) names: in its own file, else the
     only one there is."""

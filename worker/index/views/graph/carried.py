@@ -324,8 +324,8 @@ def carry(
     gone = np.flatnonzero(new_row < 0)
     came = sorted(set(range(len(paths))) - set(new_row[kept_rows].tolist()))
     old_parent = entity_parents(old, old_first)
-    redefined = [old_dirs + r for r in gone.tolist()]
-    gone_nodes = list(redefined)
+    gone_nodes = [old_dirs + r for r in gone.tolist()]
+    redefined = list(gone_nodes)  # and the files still there whose definitions changed
     renamed: set[str] = set()  # names a file still there defines otherwise, as `file:name`
     changed_names: set[str] = set()
     for row in gone.tolist():
@@ -410,7 +410,7 @@ def _moved(
     node_map[:old_dirs] = [dir_of.get(path, -1) for path in ids.plain[:old_dirs]]
     node_map[old_dirs:old_first] = np.where(new_row >= 0, n_dirs + new_row, -1)
     old_bounds = np.searchsorted(ids.entity_path, np.arange(len(new_row) + 1))
-    new_bounds = np.searchsorted(now.entity_path, np.arange(len(paths) + 1))
+    new_bounds = now.entity_bounds
     old_rows = ids.entity_path.astype(np.int64)
     offset = np.arange(old.n_nodes - old_first, dtype=np.int64) - old_bounds[old_rows]
     moved = first + new_bounds[np.maximum(new_row[old_rows], 0)] + offset

@@ -55,7 +55,9 @@ class Gathered:
         # (a numpy scalar costs more than the lookup).
         owner = self.entity_path
         self._n_dirs = first_entity - n_paths
-        self._bounds: list[int] = np.searchsorted(owner, np.arange(n_paths + 1)).tolist()
+        self.entity_bounds: I64 = np.searchsorted(owner, np.arange(n_paths + 1))
+        """Where each path row's entities start (and, for the last, end) among them."""
+        self._bounds: list[int] = self.entity_bounds.tolist()
         self._file: list[int] = file_node[owner].tolist()
         self._top: list[bool] = self.entity_top.tolist()
 
