@@ -120,12 +120,13 @@ build_wheels() {
     local scratch
     scratch=$(mktemp -d)
     # Build from a copy of what the wheel is made of, so setuptools leaves no build/ or
-    # *.egg-info in the checkout.
+    # *.egg-info in the checkout; without an editable install's compiled modules (setup.py
+    # compiles them again, for the image).
     local parts=() part
-    for part in pyproject.toml README.md LICENSE contracts worker sandbox; do
+    for part in pyproject.toml setup.py README.md LICENSE contracts worker sandbox; do
         [[ -e $project/$part ]] && parts+=("$part")
     done
-    tar -C "$project" --exclude=sandbox/.build --exclude='__pycache__' -cf - "${parts[@]}" |
+    tar -C "$project" --exclude=sandbox/.build --exclude='__pycache__' --exclude='*.so' -cf - "${parts[@]}" |
         tar -C "$scratch" -xf -
     pip_quietly wheel --no-deps --wheel-dir "$project_wheels" "$scratch"
     rm -rf "$scratch"
