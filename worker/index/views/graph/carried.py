@@ -256,7 +256,8 @@ class Plan:
             if not self.resolves(file, Phase.IMPORTS):
                 continue
             if scope.bindings or scope.wildcards or scope.namespaces:
-                imports[file] = FileImports(dict(scope.bindings), scope.wildcards, scope.namespaces)
+                # Not copied: they are rows before anything changes them again.
+                imports[file] = FileImports(scope.bindings, scope.wildcards, scope.namespaces)
         for file, keys in self.class_keys.items():
             if not self.resolves(file, Phase.BASES):
                 continue

@@ -109,11 +109,8 @@ class _FileRows(ABC, Generic[_Made]):
         return cls(_by_file(pa.concat_tables(tables)))
 
 
-def _table(
-    rows: list[tuple[int, int, str | None, int]] | list[tuple[int, str, int]], schema: pa.Schema
-) -> pa.Table:
-    """Rows (tuples) as a table of the schema."""
-    columns = list(zip(*rows, strict=True)) or [()] * len(schema)
+def _table(columns: list[list[Any]], schema: pa.Schema) -> pa.Table:
+    """Columns (lists, in the schema's order) as a table of the schema."""
     return pa.Table.from_arrays(
         [pa.array(column, field.type) for column, field in zip(columns, schema, strict=True)],
         schema=schema,
@@ -137,13 +134,27 @@ class ImportRows(_FileRows[FileImports]):
     @staticmethod
     def of(made: dict[int, FileImports]) -> ImportRows:
         """The rows of what each file's imports made."""
-        rows: list[tuple[int, int, str | None, int]] = []
-        for file in sorted(made):
-            imports = made[file]
-            rows += [(file, BINDING, name, node) for name, node in imports.bindings.items()]
-            rows += [(file, WILDCARD, None, node) for node in imports.wildcards]
-            rows += [(file, NAMESPACE, name, -1) for name in imports.namespaces]
-        return ImportRows(_table(rows, ImportRows.schema))
+        # Straight into columns: a tuple per row (and zip's iterator per tuple) would be
+        # tens of thousands of containers for the collector to walk.
+        files: list[int] = []
+        what: list[int] = []
+        names: list[str | None] = []
+        nodes: list[int] = []
+        for file, imports in sorted(made.items()):
+            bindings = imports.bindings
+            wildcards = imports.wildcards
+            namespaces = imports.namespaces
+            files += [file] * (len(bindings) + len(wildcards) + len(namespaces))
+            what += [BINDING] * len(bindings)
+            what += [WILDCARD] * len(wildcards)
+            what += [NAMESPACE] * len(namespaces)
+            names += bindings
+            names += [None] * len(wildcards)
+            names += namespaces
+            nodes += bindings.values()
+            nodes += wildcards
+            nodes += [-1] * len(namespaces)
+        return ImportRows(_table([files, what, names, nodes], ImportRows.schema))
 
     def get(self, file: int) -> FileImports | None:
         """What a file's imports made, if they made anything."""
@@ -174,13 +185,15 @@ class BaseRows(_FileRows[dict[ClassKey, tuple[int, ...]]]):
     @staticmethod
     def of(made: dict[int, dict[ClassKey, tuple[int, ...]]]) -> BaseRows:
         """The rows of each file's classes' bases."""
-        rows = [
-            (file, key[1], base)
-            for file in sorted(made)
-            for key, bases in made[file].items()
-            for base in bases
-        ]
-        return BaseRows(_table(rows, BaseRows.schema))
+        files: list[int] = []
+        classes: list[str] = []
+        nodes: list[int] = []
+        for file in sorted(made):
+            for (_, name), bases in made[file].items():
+                files += [file] * len(bases)
+                classes += [name] * len(bases)
+                nodes += bases
+        return BaseRows(_table([files, classes, nodes], BaseRows.schema))
 
     def get(self, file: int) -> dict[ClassKey, tuple[int, ...]] | None:
         """The bases of a file's classes, if any has one."""
