@@ -140,7 +140,8 @@ class ImportRows(_FileRows[FileImports]):
         what: list[int] = []
         names: list[str | None] = []
         nodes: list[int] = []
-        for file, imports in sorted(made.items()):
+        for file in sorted(made):
+            imports = made[file]
             bindings = imports.bindings
             wildcards = imports.wildcards
             namespaces = imports.namespaces
