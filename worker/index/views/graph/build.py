@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -55,7 +55,7 @@ from worker.index.views.text import CommitIndex
 
 log = structlog.get_logger(__name__)
 _SEPARATORS: Final = re.compile(r"\.|::|->")
-I64 = npt.NDArray[np.int64]
+I64: TypeAlias = npt.NDArray[np.int64]
 _ARROW_SELF: Final = frozenset({"this", "$this"})
 """What may start a `->` chain the graph resolves (C++ `this->x`, PHP `$this->x`); any other
 object's type is unknown."""

@@ -17,6 +17,7 @@ import heapq
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +36,7 @@ from worker.index.views.graph.reads import (
 )
 from worker.index.views.graph.scope import Scopes, owner_and_name
 
-I64 = npt.NDArray[np.int64]
+I64: TypeAlias = npt.NDArray[np.int64]
 _EVERY_PHASE: tuple[Phase, ...] = tuple(Phase)
 _EVERY_FILE = 1 << 62
 """Where a phase that has ended is: past every file."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -15,7 +15,7 @@ from worker.index.store.segment import Segment
 from worker.index.views.graph.model import Relation, entity_type
 from worker.index.views.text import CommitIndex
 
-I64 = npt.NDArray[np.int64]
+I64: TypeAlias = npt.NDArray[np.int64]
 _CPP_ONLY_KINDS: Final = pa.array(["class_specifier", "namespace_definition"], pa.string())
 """Definitions C's grammar has no node for: a file holding one was parsed as C++."""
 

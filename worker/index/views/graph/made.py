@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, Generic, Self, TypeVar
+from typing import Any, ClassVar, Final, Generic, Self, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-I64 = npt.NDArray[np.int64]
+I64: TypeAlias = npt.NDArray[np.int64]
 ClassKey = tuple[int, str]
 """A class: its file's node and its qualified name."""
 BINDING: Final = 0
