@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.machinery
 import json
 import os
 import shutil
@@ -160,8 +159,7 @@ async def latency(url: str, repo: str, runs: int) -> dict[str, tuple[float, floa
 
 def _resolver_kind() -> str:
     """How the graph build runs: compiled by mypyc (setup.py), or the Python source."""
-    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
-    return "compiled" if (graph_build.__file__ or "").endswith(suffixes) else "pure Python"
+    return "pure Python" if (graph_build.__file__ or "").endswith(".py") else "compiled"
 
 
 def mirror(corpus_path: Path, name: str, cache: Path) -> SyncResult:
