@@ -29,10 +29,15 @@ COMPILE_VIEW = (
     "--no-site-packages",
     "--ignore-missing-imports",
     "--follow-imports=skip",
+    "--cache-dir=/dev/null",
 )
 """mypy's view when compiling: the compiled modules' source alone, anything they import from
 elsewhere (numpy, the rest of the project) typed Any. The compile then needs nothing
-installed, and makes the same code whatever is; the type check is CI's mypy, strict."""
+installed, and makes the same code whatever is; the type check is CI's mypy, strict.
+
+No cache: every compile reads all the modules afresh. Recompiling one module against the
+cached others made C that did not build (mypyc's separate compilation referred to an enum's
+constructor another module's library does not export)."""
 
 
 def compiled_modules() -> list[str]:
