@@ -328,7 +328,7 @@ def carry(
     old_parent = entity_parents(old, old_first)
     gone_nodes = [old_dirs + r for r in gone.tolist()]
     redefined = list(gone_nodes)  # and the files still there whose definitions changed
-    renamed: set[str] = set()  # names a file still there defines otherwise, as `file:name`
+    renamed: dict[int, set[str]] = {}  # the names each file still there defines otherwise
     changed_names: set[str] = set()
     for row in gone.tolist():
         changed_names.update(
@@ -353,7 +353,7 @@ def carry(
         else:
             names = set(was[0] + is_now[0])
         changed_names.update(names)
-        renamed.update(f"{old_dirs + row}:{owner_and_name(name)[1]}" for name in names)
+        renamed[old_dirs + row] = {owner_and_name(name)[1] for name in names}
         _renumber(node_map, was[0], old_first + lo, is_now[0], first + nlo)
     new_rows = new_row[changed].tolist() + came
     dirty_from = {n_dirs + row: Phase.IMPORTS for row in new_rows}
@@ -378,21 +378,26 @@ def carry(
 def _stale(
     reads: ReadTable,
     gone: list[int],
-    renamed: set[str],
+    renamed: dict[int, set[str]],
     changed_names: set[str],
     moved_paths: set[str],
 ) -> npt.NDArray[np.bool_]:
     """Which reads may read otherwise now: a look among the definitions of a file gone, or
-    of a name (by its last part, as it is looked up) a file defines otherwise (`renamed`:
-    `file:name`); a look at a name defined otherwise across the commit; a path lookup that
+    of a name (by its last part, as it is looked up) a file defines otherwise (`renamed`,
+    by file); a look at a name defined otherwise across the commit; a path lookup that
     files coming or going touch."""
     file_reads = reads.kind == ReadKind.FILE
     stale: npt.NDArray[np.bool_] = file_reads & np.isin(reads.node, gone)
     if renamed:
+        # Keyed `file:name`; only the reads of the few files renamed in are keyed.
+        rows = np.flatnonzero(file_reads & np.isin(reads.node, list(renamed)))
         looked_up = pc.binary_join_element_wise(
-            pc.cast(pa.array(reads.node), pa.string()), reads.name.cast(pa.string()), ":"
+            pc.cast(pa.array(reads.node[rows]), pa.string()),
+            reads.name.take(pa.array(rows, pa.int64())).cast(pa.string()),
+            ":",
         )
-        stale |= file_reads & _names_in(looked_up, renamed)
+        keys = {f"{file}:{name}" for file, names in renamed.items() for name in names}
+        stale[rows] |= _names_in(looked_up, keys)
     stale |= (reads.kind == ReadKind.NAME) & _names_in(reads.name, changed_names)
     stale |= (reads.kind == ReadKind.PATHS) & _names_in(reads.name, moved_paths)
     return stale
