@@ -14,7 +14,7 @@ import posixpath
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Generic, TypeVar
 
 from worker.index.views.graph.model import EntityType
 from worker.index.views.graph.reads import (
@@ -30,6 +30,7 @@ from worker.index.views.graph.reads import (
     module_key,
 )
 
+T = TypeVar("T")
 _JS_EXTENSIONS: Final = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 SELF_NAMES: Final = frozenset({"self", "this", "cls", "Self", "$this"})
 """What names the object a method runs on."""
@@ -140,6 +141,44 @@ def _python_modules(file_nodes: dict[str, int]) -> dict[str, tuple[int, ...]]:
     return {name: tuple(more[name]) if name in more else (node,) for name, node in first.items()}
 
 
+class ByBaseName(Generic[T]):
+    """Items (files, directories) by the base name of their path, each name's in the order
+    given.
+
+    Held as one list sorted by name, not a list per name: a large tree has tens of thousands
+    of names, and as many new lists cost the collector a full pass over the build's heap.
+    """
+
+    def __init__(self, items: Iterable[tuple[str, T]]) -> None:
+        codes: dict[str, int] = {}
+        found: list[T] = []
+        code_of: list[int] = []
+        for path, item in items:
+            found.append(item)
+            code_of.append(codes.setdefault(path.rpartition("/")[2], len(codes)))
+        # Counting sort by name code: each name's items stay in the order given.
+        bounds = [0] * (len(codes) + 1)
+        for code in code_of:
+            bounds[code + 1] += 1
+        for code in range(len(codes)):
+            bounds[code + 1] += bounds[code]
+        at = bounds[:-1]
+        placed: list[T] = list(found)
+        for item, code in zip(found, code_of, strict=True):
+            placed[at[code]] = item
+            at[code] += 1
+        self._codes = codes
+        self._bounds = bounds
+        self._items = placed
+
+    def get(self, name: str) -> list[T]:
+        """The items whose path's base name is `name`."""
+        code = self._codes.get(name)
+        if code is None:
+            return []
+        return self._items[self._bounds[code] : self._bounds[code + 1]]
+
+
 class _FileScopes(dict[int, FileScope]):
     """Each file's scope, made when first asked for: most files of a large tree never are.
 
@@ -211,7 +250,8 @@ class Scopes:
         """The names `only` is expected to be asked (see `expect_only`)."""
         self._by_suffix: dict[tuple[str, str], int | None] = {}
         self._ending_dirs: dict[str, list[int]] = {}
-        self._dirs_by_name: dict[str, list[str]] | None = None
+        self._dirs_by_name: ByBaseName[str] | None = None
+        self._files_by_name: ByBaseName[int] | None = None
         self._ending: dict[str, int | None] = {}
         self._module_choice: dict[tuple[str, str], int] = {}
         """Which of a module name's files an importer in a directory means (see
@@ -367,13 +407,10 @@ class Scopes:
             return self._ending_dirs[path]
         index = self._dirs_by_name
         if index is None:
-            index = defaultdict(list)
-            for found in self.dir_nodes:
-                index[posixpath.basename(found)].append(found)
-            self._dirs_by_name = index
+            index = self._dirs_by_name = ByBaseName((d, d) for d in self.dir_nodes)
         suffix = "/" + path
         ending = sorted(
-            (d for d in index.get(posixpath.basename(path), []) if d == path or d.endswith(suffix)),
+            (d for d in index.get(posixpath.basename(path)) if d == path or d.endswith(suffix)),
             key=lambda d: (len(d), d),
         )
         nodes = [self.dir_nodes[d] for d in ending]
@@ -418,14 +455,10 @@ class Scopes:
         return shortest
 
     def _files_named(self, name: str) -> list[int]:
-        index = getattr(self, "_by_name", None)
+        index = self._files_by_name
         if index is None:
-            index = defaultdict(list)
-            for node, path in self.paths.items():
-                index[path.rpartition("/")[2]].append(node)
-            self._by_name: dict[str, list[int]] = index
-        found: list[int] = index.get(name, [])
-        return found
+            index = self._files_by_name = ByBaseName((p, n) for n, p in self.paths.items())
+        return index.get(name)
 
     def rust_module(self, importer: str, path: Sequence[str]) -> int | None:
         """The file (or directory) a Rust module path names (`crate::a::b`, `super::x`)."""

@@ -3,7 +3,10 @@ made."""
 
 from __future__ import annotations
 
-from worker.index.views.graph.scope import Scopes
+from hypothesis import given
+from hypothesis import strategies as st
+
+from worker.index.views.graph.scope import ByBaseName, Scopes
 
 
 def _scopes(table: dict[str, int], asked: list[set[str] | None]) -> Scopes:
@@ -43,3 +46,19 @@ def test_only_without_expectations_tabulates_every_name_once() -> None:
     assert scopes.only("alpha") == 5
     assert scopes.only("beta") is None
     assert asked == [None]
+
+
+_PATHS = st.lists(
+    st.lists(st.sampled_from(["a", "b", "c.h", "d.py"]), min_size=1, max_size=4).map("/".join),
+    max_size=30,
+)
+
+
+@given(_PATHS, st.sampled_from(["a", "b", "c.h", "d.py", "e"]))
+def test_by_base_name_gives_each_names_items_in_the_order_given(
+    paths: list[str], name: str
+) -> None:
+    """The items whose path ends in a base name come back in the order they were given, and
+    a name no path has gives none."""
+    index = ByBaseName((path, i) for i, path in enumerate(paths))
+    assert index.get(name) == [i for i, path in enumerate(paths) if path.split("/")[-1] == name]
