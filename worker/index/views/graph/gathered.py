@@ -8,7 +8,6 @@ from typing import Final, TypeAlias
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from worker.index.analysis.distinct import distinct
 from worker.index.store.segment import Segment
@@ -16,8 +15,11 @@ from worker.index.views.graph.model import Relation, entity_type
 from worker.index.views.text import CommitIndex
 
 I64: TypeAlias = npt.NDArray[np.int64]
-_CPP_ONLY_KINDS: Final = pa.array(["class_specifier", "namespace_definition"], pa.string())
+_CPP_ONLY_KINDS: Final = frozenset({"class_specifier", "namespace_definition"})
 """Definitions C's grammar has no node for: a file holding one was parsed as C++."""
+_FEW_ROWS: Final = 16
+"""Rows of a table read through its mapping, page by page, rather than whole: at most one
+in this many."""
 
 
 class Gathered:
@@ -110,7 +112,8 @@ class Gathered:
         parent = np.full(n, -1, dtype=np.int64)
         start_line = np.zeros(n, dtype=np.int64)
         end_line = np.zeros(n, dtype=np.int64)
-        kinds: list[pa.Array] = []
+        types = np.zeros(n, dtype=np.uint8)
+        cpp_only = np.zeros(n, dtype=bool)
         names: list[pa.Array] = []
         position = np.zeros(n, dtype=np.int64)
         offset = 0
@@ -129,7 +132,9 @@ class Gathered:
             end_line[mine] = table.column("end_line").to_numpy()[rows]
             taken = pa.array(rows)
             names.append(table.column("name").take(taken).combine_chunks())
-            kinds.append(_decoded_array(table.column("kind")).take(taken))
+            kind_types, kind_cpp_only = _kind_codes(table.column("kind"))
+            types[mine] = kind_types[rows]
+            cpp_only[mine] = kind_cpp_only[rows]
             position[offset : offset + len(mine)] = mine
             offset += len(mine)
         back = np.argsort(position[:offset], kind="stable")
@@ -141,11 +146,7 @@ class Gathered:
             pa.concat_arrays(names).take(pa.array(back)) if names else pa.array([], pa.string())
         )
         self.names: list[str] = self.name_array.to_pylist()
-        kind_array = (
-            pa.concat_arrays(kinds).take(pa.array(back)) if kinds else pa.array([], pa.string())
-        )
-        self.types = _entity_types(kind_array)
-        cpp_only = pc.is_in(kind_array, value_set=_CPP_ONLY_KINDS).to_numpy(zero_copy_only=False)
+        self.types = types
         self.cpp_paths: I64 = distinct(owner[cpp_only])
         """Path rows with a definition only C++'s grammar finds: a `.h` among them is C++."""
 
@@ -182,8 +183,11 @@ class Gathered:
             mine = np.flatnonzero(r_seg == seg_index)
             if not len(mine):
                 continue
-            table = segment.scanned("references")
             rows = r_picked[mine]
+            # A few files' references (a build carried over) are read where they are mapped.
+            mapped = segment.tables.references
+            few = len(rows) * _FEW_ROWS <= mapped.num_rows
+            table = mapped if few else segment.scanned("references")
             local = table.column("entity").to_numpy()[rows].astype(np.int64)
             first_of_blob = segment.blob_entity_start[blob_of_path[r_owner[mine]]].astype(np.int64)
             # The holder's node: its path's first entity node plus its place in the blob.
@@ -262,22 +266,17 @@ def _concat_parts(parts: list[tuple[I64, I64, int]]) -> tuple[I64, I64, I64]:
     )
 
 
-def _decoded_array(column: pa.ChunkedArray) -> pa.Array:
+def _kind_codes(column: pa.ChunkedArray) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.bool_]]:
+    """Each row's `EntityType` by its parser kind, and whether only C++'s grammar has that
+    kind (each distinct kind mapped once)."""
     array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-    if pa.types.is_dictionary(array.type):
-        array = array.dictionary_decode()
-    return array
-
-
-def _entity_types(kinds: pa.Array) -> npt.NDArray[np.uint8]:
-    """Each definition's `EntityType`, by parser kind (each distinct kind mapped once)."""
-    encoded = kinds.dictionary_encode()
-    by_kind = [int(entity_type(kind)) for kind in encoded.dictionary.to_pylist()]
-    mapping = np.asarray(by_kind or [0], dtype=np.uint8)
-    types: npt.NDArray[np.uint8] = mapping[
-        encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    ]
-    return types
+    if not pa.types.is_dictionary(array.type):
+        array = array.dictionary_encode()
+    kinds: list[str] = array.dictionary.to_pylist()
+    code = array.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    by_kind = np.asarray([int(entity_type(kind)) for kind in kinds] or [0], dtype=np.uint8)
+    cpp_only = np.asarray([kind in _CPP_ONLY_KINDS for kind in kinds] or [False], dtype=bool)
+    return by_kind[code], cpp_only[code]
 
 
 def _relation_codes(column: pa.ChunkedArray) -> npt.NDArray[np.uint8]:

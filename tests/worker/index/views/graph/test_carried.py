@@ -200,6 +200,24 @@ def test_a_chain_of_carried_graphs_stays_whole(tmp_path: Path) -> None:
         previous = _stored(tmp_path / f"g{step}", built)
 
 
+def test_an_edit_among_many_files_carries_to_the_whole_graph(tmp_path: Path) -> None:
+    """An edit among many files carries to the whole build's graph: of the unchanged files,
+    only those resolved again have their stored references read (a few rows of many)."""
+    repo = init_repo(tmp_path / "repo")
+    many = {
+        f"pkg/m{i}.py": f"def g{i}():\n    return {i}\n\ndef f{i}():\n    return g{i}() + g{i}()\n"
+        for i in range(40)
+    }
+    many["pkg/util.py"] = "def fmt(x):\n    return str(x)\n"
+    many["pkg/use.py"] = "from pkg.util import fmt\n\ndef show():\n    return fmt(1)\n"
+    first = commit(repo, many)
+    previous = _stored(tmp_path / "g0", _build(tmp_path / "cache", repo, first, None))
+    head = commit(repo, {"pkg/util.py": "def parse(x):\n    return x\n"})
+    built = _build(tmp_path / "cache", repo, head, previous)
+    assert built.resolved == 2  # util.py, and use.py, which looked `fmt` up in it
+    _assert_same(built.graph, _build(tmp_path / "cache", repo, head, None).graph)
+
+
 _NAMES = ("alpha", "beta", "gamma")
 _SLOTS = (
     "p/one.py",
