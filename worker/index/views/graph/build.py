@@ -22,6 +22,7 @@ import structlog
 from worker.index.analysis.distinct import distinct
 from worker.index.analysis.grammars import grammars_of
 from worker.index.views.graph.carried import (
+    NEVER,
     Plan,
     Previous,
     ResolutionState,
@@ -389,6 +390,10 @@ _PHASE_OF: Final = {
     Relation.INHERIT: Phase.BASES,
     Relation.INVOKE: Phase.CALLS,
 }
+_EDGE_PHASE: Final = np.asarray(
+    [_PHASE_OF.get(relation, NEVER) for relation in Relation], dtype=np.uint8
+)
+"""By relation, the phase that resolves its edges (containment: none, made every build)."""
 
 
 def _carried_edges(old: CommitGraph, node_map: I64, plan: Plan) -> I64:
@@ -402,12 +407,9 @@ def _carried_edges(old: CommitGraph, node_map: I64, plan: Plan) -> I64:
     old_file = np.where(
         source >= first, ids.n_dirs + ids.entity_path[np.maximum(source - first, 0)], source
     )
+    # Kept unless its file is gone, or is resolved again from its relation's phase on.
     file = node_map[old_file]
-    keep = np.zeros(len(source), dtype=bool)
-    for rel, phase in _PHASE_OF.items():
-        mine = relation == rel
-        keep |= mine & (file >= 0) & ~plan.resolving(file, phase)
-    rows = np.flatnonzero(keep)
+    rows = np.flatnonzero((file >= 0) & (_EDGE_PHASE[relation] < plan.first_phases(file)))
     new_source = node_map[source[rows]]
     new_target = node_map[old.edges.target[rows].astype(np.int64)]
     if (new_source < 0).any() or (new_target < 0).any():

@@ -17,7 +17,7 @@ import heapq
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +40,8 @@ I64: TypeAlias = npt.NDArray[np.int64]
 _EVERY_PHASE: tuple[Phase, ...] = tuple(Phase)
 _EVERY_FILE = 1 << 62
 """Where a phase that has ended is: past every file."""
+NEVER: Final = len(Phase) + 1
+"""The phase a file resolved again in no phase is resolved from: past the last."""
 
 
 class StaleCarry(Exception):
@@ -138,10 +140,25 @@ class Plan:
 
     def resolving(self, files: I64, phase: Phase) -> npt.NDArray[np.bool_]:
         """Whether each of `files` has its references of `phase` resolved in this build."""
+        resolving: npt.NDArray[np.bool_] = self.first_phases(files) <= phase
+        return resolving
+
+    def first_phases(self, files: I64) -> npt.NDArray[np.uint8]:
+        """The phase each of `files` (nodes, or -1) is resolved again from: past the last
+        phase for one that is not.
+
+        Looked up in a table by node: the files may be every edge's of a large graph, and
+        the files resolved again a few.
+        """
         if self.dirty_from is None:
-            return np.ones(len(files), dtype=bool)
-        picked = [file for file, start in self.dirty_from.items() if start <= phase]
-        return np.isin(files, np.asarray(picked, dtype=np.int64))
+            return np.full(len(files), Phase.IMPORTS, dtype=np.uint8)
+        dirty = np.fromiter(self.dirty_from, dtype=np.int64, count=len(self.dirty_from))
+        top = max(int(files.max(initial=-1)), int(dirty.max(initial=-1)))
+        # Shifted by one: -1 (no file) is row 0, resolved in no phase.
+        table = np.full(top + 2, NEVER, dtype=np.uint8)
+        table[dirty + 1] = np.fromiter(self.dirty_from.values(), dtype=np.uint8, count=len(dirty))
+        first: npt.NDArray[np.uint8] = table[files + 1]
+        return first
 
     def reachable(self) -> set[int]:
         """Every file this build may resolve: those it resolves from the start, and those
@@ -280,7 +297,7 @@ class Plan:
         if carried is not None and self.dirty_from is not None:
             # Each reader's reads of the phases it was not resolved again in are kept.
             last = int(carried.reads.reader.max(initial=0))
-            start = np.full(max(last, *self.dirty_from, 0) + 1, len(Phase) + 1, dtype=np.uint8)
+            start = np.full(max(last, *self.dirty_from, 0) + 1, NEVER, dtype=np.uint8)
             start[list(self.dirty_from)] = list(self.dirty_from.values())
             kept_rows = np.flatnonzero(carried.reads.phase < start[carried.reads.reader])
             reads = ReadTable.concat([carried.reads.take(kept_rows), reads])

@@ -218,6 +218,18 @@ def test_an_edit_among_many_files_carries_to_the_whole_graph(tmp_path: Path) -> 
     _assert_same(built.graph, _build(tmp_path / "cache", repo, head, None).graph)
 
 
+def test_a_file_gone_takes_its_edges_and_the_rest_carries(tmp_path: Path) -> None:
+    """A file removed takes its imports and calls with it; the graph is still carried, not
+    built whole, and equals the whole build's."""
+    repo = init_repo(tmp_path / "repo")
+    first = commit(repo, _PACKAGE)
+    previous = _stored(tmp_path / "g0", _build(tmp_path / "cache", repo, first, None))
+    head = commit(repo, {"shop/views.py": None, "lib/use.c": None})
+    built = _build(tmp_path / "cache", repo, head, previous)
+    assert built.resolved < built.files
+    _assert_same(built.graph, _build(tmp_path / "cache", repo, head, None).graph)
+
+
 _NAMES = ("alpha", "beta", "gamma")
 _SLOTS = (
     "p/one.py",
