@@ -128,18 +128,20 @@ def _build(
     names += [p.rpartition("/")[2] for p in paths]
     names += data.names
     node_paths = directories + paths
-    grammars = dict(zip(paths, grammars_of(paths), strict=True))
+    grammar_list = grammars_of(paths)
     for row in data.cpp_paths.tolist():
-        if grammars[paths[row]] == "c":  # a header the index parsed as C++
-            grammars[paths[row]] = "cpp"
+        if grammar_list[row] == "c":  # a header the index parsed as C++
+            grammar_list[row] = "cpp"
+    grammars = dict(zip(paths, grammar_list, strict=True))
+    path_grammars = _PathGrammars(grammar_list)
     type_list: list[int] = types.tolist()
     parent_list: list[int] = parents.tolist()
 
     def only_definitions(wanted: set[str] | None) -> dict[str, int]:
         # C's top-level names, and those whose namespaces span files by their qualified names
         # (`geo.Shape`) too; of them, those `wanted` (None: all).
-        c_family = _in_grammars(grammars, paths, "c", "cpp")
-        nested = _in_grammars(grammars, paths, *NAMESPACES_SPAN_FILES)
+        c_family = path_grammars.among("c", "cpp")
+        nested = path_grammars.among(*NAMESPACES_SPAN_FILES)
         on_path = data.entity_path
         mine = np.flatnonzero((data.entity_top & c_family[on_path]) | nested[on_path])
         mine_names = data.name_array.take(pa.array(mine))
@@ -159,7 +161,6 @@ def _build(
         file_of=data.file_of,
         only_definitions=only_definitions,
     )
-    grammar_list = [grammars[p] for p in paths]
     oids = np.ascontiguousarray(index.path_oids)
     edge_parts = [_contain_edges(parents)]
     plan, node_map = _plan(
@@ -179,7 +180,7 @@ def _build(
         file_node=file_node,
         types=types,
         parents=parent_list,
-        grammars=grammars,
+        path_grammars=path_grammars,
         paths=paths,
     )
     edge_parts.append(resolved_edges)
@@ -303,7 +304,7 @@ def _resolve(
     file_node: I64,
     types: npt.NDArray[np.uint8],
     parents: list[int],
-    grammars: dict[str, str | None],
+    path_grammars: _PathGrammars,
     paths: list[str],
 ) -> tuple[I64, ReadTable]:
     """Edge keys of every reference the plan resolves, and the reads of C's plain calls:
@@ -311,7 +312,7 @@ def _resolve(
     found = _Found()
     reads = scopes.reads
     imports = data.relation == Relation.IMPORT
-    includes = imports & _in_grammars(grammars, paths, "c", "cpp")[data.reference_path]
+    includes = imports & path_grammars.among("c", "cpp")[data.reference_path]
     row_file = file_node[data.reference_path]
     import_all = np.flatnonzero(imports & ~includes)
     inherit_all = np.flatnonzero(data.relation == Relation.INHERIT)
@@ -358,8 +359,7 @@ def _resolve(
         file_node=file_node,
         types=types,
         parents=parents,
-        grammars=grammars,
-        paths=paths,
+        path_grammars=path_grammars,
     )
     edges = np.concatenate([found.keys(), include_edges, call_edges])
     return edges, ReadTable.concat([include_reads, c_reads])
@@ -456,8 +456,7 @@ def _resolve_calls(
     file_node: I64,
     types: npt.NDArray[np.uint8],
     parents: list[int],
-    grammars: dict[str, str | None],
-    paths: list[str],
+    path_grammars: _PathGrammars,
 ) -> tuple[I64, ReadTable]:
     """Edge keys of the calls the plan resolves that resolve, and the reads of C's plain
     calls.
@@ -471,7 +470,7 @@ def _resolve_calls(
     texts = data.target_array.take(pa.array(calls)).fill_null("")
     plain = ~pc.match_substring_regex(texts, r"[.:-]").to_numpy(zero_copy_only=False)
     path_rows = data.reference_path[calls]
-    is_c = _in_grammars(grammars, paths, "c")
+    is_c = path_grammars.among("c")
     vector = plain & is_c[path_rows]
     picked = np.flatnonzero(vector)
     resolved = _c_calls(data, is_c, path_rows[picked], calls[picked])
@@ -502,7 +501,7 @@ def _resolve_calls(
     holder = data.holder[calls[rest]]
     file = file_node[path_rows[rest]]
     selfish = through_self[code]
-    need = np.flatnonzero(selfish | _in_grammars(grammars, paths, *MEMBER_SCOPED)[path_rows[rest]])
+    need = np.flatnonzero(selfish | path_grammars.among(*MEMBER_SCOPED)[path_rows[rest]])
     context = np.full(len(rest), -2, dtype=np.int64)
     if len(need):
         holders = distinct(holder[need])
@@ -634,11 +633,19 @@ def _c_calls(data: Gathered, is_c: npt.NDArray[np.bool_], path_rows: I64, call_r
     return resolved
 
 
-def _in_grammars(
-    grammars: dict[str, str | None], paths: list[str], *wanted: str
-) -> npt.NDArray[np.bool_]:
-    """Whether each path row is in one of the `wanted` grammars, and False past the last."""
-    return np.asarray([grammars[p] in wanted for p in paths] + [False], dtype=bool)
+class _PathGrammars:
+    """Each path row's grammar, as a code: the rows of some grammars are picked at once."""
+
+    def __init__(self, grammars: list[str | None]) -> None:
+        self._codes: dict[str | None, int] = {}
+        codes = [self._codes.setdefault(grammar, len(self._codes)) for grammar in grammars]
+        self._code = np.asarray([*codes, -1], dtype=np.int64)
+
+    def among(self, *wanted: str) -> npt.NDArray[np.bool_]:
+        """Whether each path row is in one of the `wanted` grammars, and False past the last."""
+        picked = [self._codes[grammar] for grammar in wanted if grammar in self._codes]
+        found: npt.NDArray[np.bool_] = np.isin(self._code, np.asarray(picked, dtype=np.int64))
+        return found
 
 
 def _only_of_name(names: pa.Array, rows: I64) -> I64:

@@ -239,8 +239,7 @@ class Scopes:
         self.class_key: dict[int, tuple[int, str]] = {}
         self.bases: dict[tuple[int, str], tuple[int, ...]] = {}
         """Each class's bases (by its key), in the order written (a tuple, see `FileScope`)."""
-        self.children: dict[int, dict[str, int]] = defaultdict(dict)
-        """A directory's files and subdirectories by name."""
+        self._children: dict[int, dict[str, int]] | None = None
         self._only: dict[str, int] | None = None
         """C's top-level names, and the qualified names of `NAMESPACES_SPAN_FILES`, defined once
         in the commit, and that definition (see `only`)."""
@@ -261,24 +260,42 @@ class Scopes:
         Go method's receiver type (`Context` of `Context.Next`), the object a JavaScript
         function is assigned to (`res` of `res.json`, `Router` of `Router.prototype.route`),
         or a JavaScript function's own name (a constructor, whose prototype holds methods)."""
-        self._packages: set[int] = set()
-        """Directories holding a Go or Kotlin file (-1: the root): their files' top-level
-        names are one package's."""
+        self._package_dirs: set[int] = set()
         self._python_modules = _python_modules(file_nodes)
         self._dir_paths = {node: path for path, node in dir_nodes.items()}
-        self._list_directories()
 
-    def _list_directories(self) -> None:
-        """Each directory's entries, and which directories are Go or Kotlin packages."""
+    @property
+    def children(self) -> dict[int, dict[str, int]]:
+        """A directory's files and subdirectories by name.
+
+        Listed when first asked: a build that resolves a few files of a large tree seldom
+        asks.
+        """
+        if self._children is None:
+            self._children = self._list_directories()
+        return self._children
+
+    @property
+    def _packages(self) -> set[int]:
+        """Directories holding a Go or Kotlin file (-1: the root): their files' top-level
+        names are one package's."""
+        if self._children is None:
+            self._children = self._list_directories()
+        return self._package_dirs
+
+    def _list_directories(self) -> dict[int, dict[str, int]]:
+        """Each directory's entries; notes which directories are Go or Kotlin packages."""
         dir_nodes = self.dir_nodes
+        children: dict[int, dict[str, int]] = defaultdict(dict)
         for path, node in self.file_nodes.items():
             parent, _, name = path.rpartition("/")
-            self.children[dir_nodes[parent] if parent else -1][name] = node
+            children[dir_nodes[parent] if parent else -1][name] = node
             if self._grammars[path] in _PACKAGED:
-                self._packages.add(dir_nodes[parent] if parent else -1)
+                self._package_dirs.add(dir_nodes[parent] if parent else -1)
         for path, node in dir_nodes.items():
             parent, _, name = path.rpartition("/")
-            self.children[dir_nodes[parent] if parent else -1][name] = node
+            children[dir_nodes[parent] if parent else -1][name] = node
+        return children
 
     def grammar(self, node: int) -> str | None:
         """A file's grammar; None for a directory or a file no parser reads."""
