@@ -145,17 +145,15 @@ class ByBaseName(Generic[T]):
     """Items (files, directories) by the base name of their path, each name's in the order
     given.
 
-    Held as one list sorted by name, not a list per name: a large tree has tens of thousands
-    of names, and as many new lists cost the collector a full pass over the build's heap.
+    Held as one list sorted by name, not a list per name, and made from lists, not pairs: a
+    large tree has tens of thousands of names and paths, and as many new containers cost
+    the collector passes over the build's heap.
     """
 
-    def __init__(self, items: Iterable[tuple[str, T]]) -> None:
+    def __init__(self, paths: Sequence[str], items: Sequence[T]) -> None:
+        """Index `items` by the base names of `paths` (the path of each item)."""
         codes: dict[str, int] = {}
-        found: list[T] = []
-        code_of: list[int] = []
-        for path, item in items:
-            found.append(item)
-            code_of.append(codes.setdefault(path.rpartition("/")[2], len(codes)))
+        code_of = [codes.setdefault(path.rpartition("/")[2], len(codes)) for path in paths]
         # Counting sort by name code: each name's items stay in the order given.
         bounds = [0] * (len(codes) + 1)
         for code in code_of:
@@ -163,9 +161,10 @@ class ByBaseName(Generic[T]):
         for code in range(len(codes)):
             bounds[code + 1] += bounds[code]
         at = bounds[:-1]
-        placed: list[T] = list(found)
-        for item, code in zip(found, code_of, strict=True):
-            placed[at[code]] = item
+        placed: list[T] = list(items)
+        for i in range(len(code_of)):
+            code = code_of[i]
+            placed[at[code]] = items[i]
             at[code] += 1
         self._codes = codes
         self._bounds = bounds
@@ -424,7 +423,8 @@ class Scopes:
             return self._ending_dirs[path]
         index = self._dirs_by_name
         if index is None:
-            index = self._dirs_by_name = ByBaseName((d, d) for d in self.dir_nodes)
+            directories = list(self.dir_nodes)
+            index = self._dirs_by_name = ByBaseName(directories, directories)
         suffix = "/" + path
         ending = sorted(
             (d for d in index.get(posixpath.basename(path)) if d == path or d.endswith(suffix)),
@@ -474,7 +474,7 @@ class Scopes:
     def _files_named(self, name: str) -> list[int]:
         index = self._files_by_name
         if index is None:
-            index = self._files_by_name = ByBaseName((p, n) for n, p in self.paths.items())
+            index = self._files_by_name = ByBaseName(list(self.paths.values()), list(self.paths))
         return index.get(name)
 
     def rust_module(self, importer: str, path: Sequence[str]) -> int | None:

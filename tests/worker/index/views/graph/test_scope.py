@@ -60,5 +60,5 @@ def test_by_base_name_gives_each_names_items_in_the_order_given(
 ) -> None:
     """The items whose path ends in a base name come back in the order they were given, and
     a name no path has gives none."""
-    index = ByBaseName((path, i) for i, path in enumerate(paths))
+    index = ByBaseName(paths, list(range(len(paths))))
     assert index.get(name) == [i for i, path in enumerate(paths) if path.split("/")[-1] == name]
