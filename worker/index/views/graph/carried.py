@@ -341,7 +341,9 @@ def carry(
     )
     changed = kept_rows[~same_blob]
     gone = np.flatnonzero(new_row < 0)
-    came = sorted(set(range(len(paths))) - set(new_row[kept_rows].tolist()))
+    came_mask = np.ones(len(paths), dtype=bool)
+    came_mask[new_row[kept_rows]] = False
+    came: list[int] = np.flatnonzero(came_mask).tolist()
     old_parent = entity_parents(old, old_first)
     gone_nodes = [old_dirs + r for r in gone.tolist()]
     redefined = list(gone_nodes)  # and the files still there whose definitions changed
@@ -518,9 +520,10 @@ def _remapped(state: ResolutionState, node_map: I64) -> ResolutionState:
     reads = state.reads
     reader = node_map[reads.reader]
     live = np.flatnonzero(reader >= 0)
-    reads = reads.take(live)
+    if len(live) < len(reader):  # else every row stays: no copy of them all
+        reads, reader = reads.take(live), reader[live]
     renumbered = ReadTable(
-        reader=reader[live].astype(np.int32),
+        reader=reader.astype(np.int32),
         phase=reads.phase,
         kind=reads.kind,
         node=np.where(reads.node >= 0, node_map[np.maximum(reads.node, 0)], -1).astype(np.int32),

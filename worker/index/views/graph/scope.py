@@ -260,7 +260,7 @@ class Scopes:
         function is assigned to (`res` of `res.json`, `Router` of `Router.prototype.route`),
         or a JavaScript function's own name (a constructor, whose prototype holds methods)."""
         self._package_dirs: set[int] = set()
-        self._python_modules = _python_modules(file_nodes)
+        self._modules: dict[str, tuple[int, ...]] | None = None
         self._dir_paths = {node: path for path, node in dir_nodes.items()}
 
     @property
@@ -360,7 +360,9 @@ class Scopes:
                 node = self.member(node, part) if node is not None else None
             return node
         self.reads.path(module_key(rest))
-        candidates = self._python_modules.get(rest, ())
+        if self._modules is None:  # tabulated when first asked: a build may resolve no Python
+            self._modules = _python_modules(self.file_nodes)
+        candidates = self._modules.get(rest, ())
         if not candidates:
             first = rest.split(".")[0]
             self.reads.path(entry_key("", first))
