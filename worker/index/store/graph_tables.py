@@ -51,11 +51,17 @@ def write_graph(commit_dir: Path, graph: CommitGraph, state: ResolutionState | N
     path_row = np.full(graph.n_nodes, -1, dtype=np.int32)
     path_row[ids.n_dirs : n_plain] = np.arange(n_plain - ids.n_dirs, dtype=np.int32)
     path_row[n_plain:] = ids.entity_path.astype(np.int32)
+    # The paths dictionary-encoded as `dictionary_encode` would, without hashing a path per
+    # node: the directories' and files' come first, in node order, and an entity's is its
+    # file's.
+    path_index = np.concatenate(
+        [np.arange(n_plain, dtype=np.int32), ids.n_dirs + path_row[n_plain:]]
+    )
     nodes = pa.table(
         {
             "name": pa.array(graph.names, pa.string()),
             "type": graph.types,
-            "path": pa.array(graph.paths, pa.string()).dictionary_encode(),
+            "path": pa.DictionaryArray.from_arrays(path_index, pa.array(ids.plain, pa.string())),
             "path_row": path_row,
             "start_line": graph.start_line,
             "end_line": graph.end_line,
