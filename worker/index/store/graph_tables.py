@@ -134,8 +134,10 @@ def _decoded(column: pa.ChunkedArray) -> list[str]:
     eighty thousand strings, and `to_pylist` would make a million.
     """
     encoded = column.combine_chunks()  # `write_graph` dictionary-encodes the paths
-    distinct: list[str] = encoded.dictionary.to_pylist()
-    return [distinct[i] for i in encoded.indices.to_numpy(zero_copy_only=False).tolist()]
+    distinct = np.asarray(encoded.dictionary.to_pylist(), dtype=object)
+    # Taken as an array of references, in C, then listed: not a Python loop per node.
+    paths: list[str] = distinct[encoded.indices.to_numpy(zero_copy_only=False)].tolist()
+    return paths
 
 
 def _state_tables(state: ResolutionState) -> list[pa.Table]:
