@@ -296,10 +296,8 @@ class Plan:
             made_bases = BaseRows.concat([kept_bases, made_bases])
         if carried is not None and self.dirty_from is not None:
             # Each reader's reads of the phases it was not resolved again in are kept.
-            last = int(carried.reads.reader.max(initial=0))
-            start = np.full(max(last, *self.dirty_from, 0) + 1, NEVER, dtype=np.uint8)
-            start[list(self.dirty_from)] = list(self.dirty_from.values())
-            kept_rows = np.flatnonzero(carried.reads.phase < start[carried.reads.reader])
+            first = self.first_phases(carried.reads.reader.astype(np.int64))
+            kept_rows = np.flatnonzero(carried.reads.phase < first)
             reads = ReadTable.concat([carried.reads.take(kept_rows), reads])
         return ResolutionState(
             oids=oids,

@@ -268,12 +268,8 @@ def _concat_parts(parts: list[tuple[I64, I64, int]]) -> tuple[I64, I64, I64]:
 
 def _kind_codes(column: pa.ChunkedArray) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.bool_]]:
     """Each row's `EntityType` by its parser kind, and whether only C++'s grammar has that
-    kind (each distinct kind mapped once)."""
-    array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-    if not pa.types.is_dictionary(array.type):
-        array = array.dictionary_encode()
-    kinds: list[str] = array.dictionary.to_pylist()
-    code = array.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    kind."""
+    kinds, code = _distinct_values(column)
     by_kind = np.asarray([int(entity_type(kind)) for kind in kinds] or [0], dtype=np.uint8)
     cpp_only = np.asarray([kind in _CPP_ONLY_KINDS for kind in kinds] or [False], dtype=bool)
     return by_kind[code], cpp_only[code]
@@ -281,16 +277,21 @@ def _kind_codes(column: pa.ChunkedArray) -> tuple[npt.NDArray[np.uint8], npt.NDA
 
 def _relation_codes(column: pa.ChunkedArray) -> npt.NDArray[np.uint8]:
     """Each row's relation as `Relation` (the stored names mapped)."""
+    names, code = _distinct_values(column)
+    by_name = {"import": Relation.IMPORT, "invoke": Relation.INVOKE, "inherit": Relation.INHERIT}
+    mapping = np.asarray([int(by_name[v]) for v in names] or [0], dtype=np.uint8)
+    codes: npt.NDArray[np.uint8] = mapping[code]
+    return codes
+
+
+def _distinct_values(column: pa.ChunkedArray) -> tuple[list[str], I64]:
+    """A string column's distinct values and each row's place among them: each distinct
+    value is then mapped once, not once per row."""
     array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
     if not pa.types.is_dictionary(array.type):
         array = array.dictionary_encode()
-    by_name = {"import": Relation.IMPORT, "invoke": Relation.INVOKE, "inherit": Relation.INHERIT}
-    names: list[str] = array.dictionary.to_pylist()
-    mapping = np.asarray([int(by_name[v]) for v in names] or [0], dtype=np.uint8)
-    codes: npt.NDArray[np.uint8] = mapping[
-        array.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    ]
-    return codes
+    values: list[str] = array.dictionary.to_pylist()
+    return values, array.indices.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def _joined(parts: list[pa.Array], back: pa.Array) -> pa.Array:
