@@ -43,8 +43,10 @@ from worker.client import RepoReaderClient
 from worker.config import ServerConfig
 from worker.index.analysis.segment_builder import BATCH_BYTES, is_indexable
 from worker.index.analysis.trigrams import TrigramCollector
-from worker.index.store.build import blob_sources, missing_blobs, tree_blobs
+from worker.index.store.blob_places import missing_blobs
+from worker.index.store.build import blob_sources
 from worker.index.store.segment import write_table
+from worker.index.store.tree_listing import tree_blobs
 from worker.mirror.sync import Mirror
 from worker.repos.layout import CacheLayout
 from worker.service.embedded_nats import EmbeddedNats

@@ -26,7 +26,9 @@ import pygit2
 from bench.corpora import DEFAULT_WORK, prepare
 from worker.index.analysis import chunking
 from worker.index.analysis.segment_builder import SegmentBuilder
-from worker.index.store.build import blob_sources, missing_blobs, tree_blobs
+from worker.index.store.blob_places import missing_blobs
+from worker.index.store.build import blob_sources
+from worker.index.store.tree_listing import tree_blobs
 
 THRESHOLD = 1.5
 

@@ -46,8 +46,10 @@ from bench.tables import render
 from worker.index import build_commit_index, start_build_workers, wait_for_build_workers
 from worker.index.analysis.segment_builder import SegmentBuilder
 from worker.index.store import build_workers
-from worker.index.store.build import blob_sources, missing_blobs, tree_blobs
+from worker.index.store.blob_places import missing_blobs
+from worker.index.store.build import blob_sources
 from worker.index.store.commit_view import build_commit_tables, read_manifest
+from worker.index.store.tree_listing import tree_blobs
 
 PROJECT_ROOT: Final = Path(__file__).resolve().parent.parent
 KEEP_RATIO: Final = 1.5

@@ -14,7 +14,7 @@ from typing import Final
 import pygit2
 
 from worker.index import IndexStore
-from worker.index.store.build import tree_blobs
+from worker.index.store.tree_listing import tree_blobs
 
 MAX_FILE_ERRORS: Final = 100
 

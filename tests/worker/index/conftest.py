@@ -13,7 +13,8 @@ from worker.index import CommitIndex, IndexStore
 from worker.index.store.build import build_in_memory
 from worker.index.views.ranking import RankingParams
 
-Files = Mapping[str, bytes]
+Files = Mapping[str, bytes | tuple[int, bytes]]
+"""Each path's content, or its git file mode and content (a link's content is its target)."""
 
 
 def _tree(repo: pygit2.Repository, files: Files) -> pygit2.Oid:
@@ -31,8 +32,11 @@ def _tree(repo: pygit2.Repository, files: Files) -> pygit2.Oid:
             if isinstance(value, dict):
                 builder.insert(name, write(value), pygit2.enums.FileMode.TREE)
             else:
-                assert isinstance(value, bytes)
-                builder.insert(name, repo.create_blob(value), pygit2.enums.FileMode.BLOB)
+                mode, data = (
+                    value if isinstance(value, tuple) else (pygit2.enums.FileMode.BLOB, value)
+                )
+                assert isinstance(data, bytes)
+                builder.insert(name, repo.create_blob(data), mode)
         return builder.write()
 
     return write(nested)

@@ -9,18 +9,23 @@ A new commit reuses the segments of the newest stored commit for every blob they
 analyses the rest into one new segment (one per process with `workers`). Segments no live
 blob needs are dropped from the commit; when a commit would need more than MAX_SEGMENTS,
 the small ones are re-analysed into one so a query touches few segments.
+
+The new commit's view is carried over from the stored commit's: only the files that differ
+between the two trees are listed, looked up and analysed. Its whole tree is listed only
+when there is no stored commit to start from, or when segments are folded.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 import resource
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, cast
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -29,16 +34,25 @@ import structlog
 
 from worker.index.analysis.segment_builder import BlobSource, SegmentBuilder, SegmentTables
 from worker.index.store import build_workers
+from worker.index.store.blob_places import blob_locations, located_blobs, missing_blobs
+from worker.index.store.carried_view import carried_commit_tables, kept_rows
 from worker.index.store.commit_view import (
     CommitTables,
     PathTerms,
     build_commit_tables,
     path_terms,
+    read_commit_tables,
     read_manifest,
     write_commit,
 )
-from worker.index.store.segment import Segment, UnknownFormat, segment_id, write_segment
-from worker.repos.tree_paths import entry_name
+from worker.index.store.segment import (
+    Segment,
+    UnknownFormat,
+    column,
+    segment_id,
+    write_segment,
+)
+from worker.index.store.tree_listing import tree_blobs, tree_changes
 
 log = structlog.get_logger(__name__)
 _OID_BYTES: Final = 20
@@ -49,7 +63,6 @@ STEAL_BYTES: Final = 4 << 20
 MIN_STEAL_BYTES: Final = 256 << 10
 """Fewer blobs are read through libgit2: opening the pack indexes would cost more."""
 _REPO_ID = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-_FILE_MODES: Final = (pygit2.enums.FileMode.BLOB, pygit2.enums.FileMode.BLOB_EXECUTABLE)
 
 
 def repo_index_dir(cache_dir: Path, repo_id: str) -> Path:
@@ -60,29 +73,21 @@ def repo_index_dir(cache_dir: Path, repo_id: str) -> Path:
     return cache_dir / "index" / owner / name
 
 
-def tree_blobs(repo: pygit2.Repository, commit: str) -> list[tuple[str, bytes]]:
-    """(path, raw oid) of every regular file in the commit's tree (no links, no submodules)."""
-    tree = repo[commit].peel(pygit2.Tree)
-    out: list[tuple[str, bytes]] = []
-    stack: list[tuple[str, pygit2.Tree]] = [("", tree)]
-    while stack:
-        prefix, node = stack.pop()
-        for entry in node:
-            mode = entry.filemode
-            name = entry_name(entry)
-            if mode == pygit2.enums.FileMode.TREE:
-                stack.append((prefix + name + "/", cast(pygit2.Tree, repo[entry.id])))
-            elif mode in _FILE_MODES:
-                out.append((prefix + name, entry.id.raw))
-    out.sort(key=lambda e: e[0])
-    return out
+@dataclass(frozen=True, slots=True)
+class StoredView:
+    """A stored commit index: the commit, its directory, manifest and segments."""
+
+    commit: str
+    directory: Path
+    manifest: dict[str, Any]
+    segments: list[Segment]
 
 
-def newest_segments(index_dir: Path) -> list[Segment]:
-    """The segments of the newest stored commit index that this code can read."""
+def newest_view(index_dir: Path) -> StoredView | None:
+    """The newest stored commit index that this code can read."""
     commits = index_dir / "commits"
     if not commits.is_dir():
-        return []
+        return None
     candidates = []
     for d in commits.iterdir():
         manifest_path = d / "manifest.json"
@@ -91,40 +96,17 @@ def newest_segments(index_dir: Path) -> list[Segment]:
     for _, _, d in sorted(candidates, reverse=True):
         try:
             manifest = read_manifest(d)
-            return [Segment.open(index_dir / "segments" / s) for s in manifest["segments"]]
+            segments = [Segment.open(index_dir / "segments" / s) for s in manifest["segments"]]
+            return StoredView(d.name, d, manifest, segments)
         except (UnknownFormat, OSError, KeyError, ValueError) as exc:
             log.info("search.index.unusable", commit_dir=str(d), error=str(exc))
-    return []
+    return None
 
 
-def blob_locations(segments: Sequence[Segment]) -> tuple[dict[bytes, tuple[int, int]], set[bytes]]:
-    """Where each indexed blob is (first segment wins), and the blobs known not indexable."""
-    where: dict[bytes, tuple[int, int]] = {}
-    skipped: set[bytes] = set()
-    # Last segment first, so that an earlier one's rows overwrite a later one's: the dict is
-    # filled from zips in C (Linux's 78k blobs: 0.06 s one at a time).
-    for s_index in reversed(range(len(segments))):
-        seg = segments[s_index]
-        oids = seg.oids()
-        rows = np.flatnonzero(seg.blob_indexed).tolist()
-        places = zip([s_index] * len(rows), rows, strict=True)
-        where.update(zip([oids[i] for i in rows], places, strict=True))
-        skipped.update(oids[i] for i in np.flatnonzero(~seg.blob_indexed).tolist())
-    return where, skipped
-
-
-def missing_blobs(
-    entries: Sequence[tuple[str, bytes]], where: dict[bytes, tuple[int, int]], skipped: set[bytes]
-) -> list[tuple[str, bytes]]:
-    """The (path, oid) of each distinct blob no segment holds, in path order."""
-    seen: set[bytes] = set()
-    out = []
-    for path, oid in entries:
-        if oid in where or oid in skipped or oid in seen:
-            continue
-        seen.add(oid)
-        out.append((path, oid))
-    return out
+def newest_segments(index_dir: Path) -> list[Segment]:
+    """The segments of the newest stored commit index that this code can read."""
+    view = newest_view(index_dir)
+    return [] if view is None else view.segments
 
 
 def blob_sources(
@@ -304,8 +286,15 @@ def build_commit_index(
             pass
     if workers is not None and workers > 1:
         build_workers.fork_server()
+    base = newest_view(index_dir)
+    if base is not None:
+        carried = _carried_index(
+            index_dir, repo_id, repo, commit, base, max_blob_bytes=max_blob_bytes, workers=workers
+        )
+        if carried is not None:
+            return carried
     entries = tree_blobs(repo, commit)
-    reused = _live_segments(newest_segments(index_dir), entries)
+    reused = _live_segments([] if base is None else base.segments, entries)
     where, skipped = blob_locations(reused)
     missing = missing_blobs(entries, where, skipped)
     if len(reused) + 1 > MAX_SEGMENTS:
@@ -329,6 +318,82 @@ def build_commit_index(
         paths=len(entries),
         analysed_blobs=len(missing),
         reused_segments=len(reused),
+        new_segments=len(new_ids),
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    return out
+
+
+def _carried_index(
+    index_dir: Path,
+    repo_id: str,
+    repo: pygit2.Repository,
+    commit: str,
+    base: StoredView,
+    *,
+    max_blob_bytes: int,
+    workers: int | None,
+) -> Path | None:
+    """Build and persist the index of `commit` from the stored index `base` and the files
+    that differ; None when it cannot be (`base`'s commit is not in the repository, or the
+    segments would need folding: see `build_commit_index`).
+
+    Only the files that differ are listed, looked up and analysed; the view is carried
+    over in arrays (see `carried_view`).
+    """
+    started = time.perf_counter()
+    changes = tree_changes(repo, base.commit, commit)
+    if changes is None:
+        return None
+    stored = read_commit_tables(base.directory, base.manifest)
+    keep = kept_rows(stored, changes.gone)
+    where, skipped = located_blobs(base.segments, [oid for _, oid in changes.came])
+    used = np.zeros(len(base.segments), dtype=bool)
+    used[column(stored.paths, "segment")[keep]] = True
+    used[[s for s, _ in where.values()]] = True
+    live = np.flatnonzero(used)
+    if len(live) + 1 > MAX_SEGMENTS:
+        return None
+    missing = missing_blobs(changes.came, where, skipped)
+    segments_dir = index_dir / "segments"
+    new_ids, ahead = _analyse_missing(
+        repo,
+        missing,
+        max_blob_bytes,
+        segments_dir,
+        workers,
+        meanwhile=lambda: path_terms(changes.came),
+    )
+    new_segments = [Segment.open(segments_dir / s) for s in new_ids]
+    segment_map = np.full(len(base.segments), -1, dtype=np.int64)
+    segment_map[live] = np.arange(len(live))
+    fresh, _ = blob_locations(new_segments)
+    places: list[tuple[int, int] | None] = []
+    for _, oid in changes.came:
+        if (old := where.get(oid)) is not None:
+            places.append((int(segment_map[old[0]]), old[1]))
+        elif (new := fresh.get(oid)) is not None:
+            places.append((len(live) + new[0], new[1]))
+        else:
+            places.append(None)
+    located = np.array([p is not None for p in places], dtype=bool)
+    if ahead is not None:
+        came = ahead.kept(located)
+    else:
+        came = path_terms(list(itertools.compress(changes.came, located.tolist())))
+    came_places = np.array([p for p in places if p is not None], dtype=np.int32).reshape(-1, 2)
+    tables = carried_commit_tables(stored, keep, came, came_places, segment_map)
+    segments = [base.segments[i] for i in live.tolist()] + new_segments
+    out = write_commit(index_dir / "commits", repo_id, commit, [s.id for s in segments], tables)
+    log.info(
+        "search.index.built",
+        repo=repo_id,
+        commit=commit,
+        carried_from=base.commit,
+        indexed_paths=tables.paths.num_rows,
+        changed_paths=len(changes.came),
+        analysed_blobs=len(missing),
+        reused_segments=len(live),
         new_segments=len(new_ids),
         seconds=round(time.perf_counter() - started, 3),
     )

@@ -387,6 +387,22 @@ class Segment:
             oids.extend(raw[i : i + width] for i in range(start, end, width))
         return oids
 
+    def oid_array(self) -> npt.NDArray[np.bytes_]:
+        """Every blob id in the segment, in blob order, as one array of 20-byte strings.
+
+        Compare them as the array's items: numpy drops trailing zero bytes from an item it
+        gives back as `bytes`.
+        """
+        oids = self._oid
+        arr = oids.chunk(0) if oids.num_chunks == 1 else oids.combine_chunks()
+        width = arr.type.byte_width
+        if not len(arr):
+            return np.zeros(0, dtype=f"S{width}")
+        found: npt.NDArray[np.bytes_] = np.frombuffer(
+            arr.buffers()[1], dtype=f"S{width}", count=len(arr), offset=arr.offset * width
+        )
+        return found
+
     def entities(self, blob: int) -> pa.Table:
         """A blob's entities (see the module docstring); `parent` stays a segment row."""
         start = int(self.blob_entity_start[blob])

@@ -16,13 +16,15 @@ import pygit2
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from structlog.testing import capture_logs
 
 from tests.worker.index.conftest import RepoFactory, handler_files
 from worker.errors import Timeout
 from worker.index import CommitIndex, IndexStore, SearchHit, build_commit_index
 from worker.index.analysis.segment_builder import BlobSource, SegmentBuilder
+from worker.index.store import blob_places, build_workers
 from worker.index.store import build as build_module
-from worker.index.store import build_workers
+from worker.index.store.commit_view import CommitTables, read_commit_tables, read_manifest
 from worker.index.store.segment import Segment, release_mapped_pages, segment_id
 
 REPO_ID = "acme/widgets"
@@ -250,6 +252,66 @@ def test_incremental_build_reuses_unchanged_blobs(
     ]
 
 
+def _view(cache: Path, commit: str) -> tuple[CommitTables, list[Segment]]:
+    index_dir = cache / "index" / "acme" / "widgets"
+    manifest = read_manifest(index_dir / "commits" / commit)
+    segments = [Segment.open(index_dir / "segments" / s) for s in manifest["segments"]]
+    return read_commit_tables(index_dir / "commits" / commit, manifest), segments
+
+
+def test_a_commit_near_a_stored_one_is_carried_and_indexes_as_if_built_whole(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path
+) -> None:
+    """Files changed, gone and come, one turned binary, one a link, one executable: the
+    index carried from the stored commit's lists what a whole build lists and answers alike."""
+    factory = make_repo("widgets")
+    link, executable = pygit2.enums.FileMode.LINK, pygit2.enums.FileMode.BLOB_EXECUTABLE
+    first = factory.commit(
+        {
+            **FILES,
+            "bin/run.sh": b"echo run\n",
+            "bin/old.sh": (executable, b"echo old\n"),
+            "docs/ref": b"guide router\n",
+        }
+    )
+    changed: dict[str, bytes | tuple[int, bytes]] = {
+        **FILES,
+        "src/db/pool.c": FILES["src/db/pool.c"] + b"\nint pool_release(struct pool *p);\n",
+        "src/auth/tokens.py": b"\x00\x01 binary now",
+        "src/http/mux.go": b"package http\n\nfunc Mux() {}\n",
+        "bin/run.sh": (executable, b"echo run\n"),
+        "docs/ref": (link, b"guide.md"),
+        "copy/pool.c": FILES["src/db/pool.c"],
+    }
+    del changed["src/auth/login.py"]
+    second = factory.commit(changed)
+    cache, whole_cache = tmp_path / "cache", tmp_path / "whole"
+    build_commit_index(cache, REPO_ID, factory.repo, first)
+    with capture_logs() as logs:
+        build_commit_index(cache, REPO_ID, factory.repo, second)
+    built = [e for e in logs if e["event"] == "search.index.built"]
+    assert [(e.get("carried_from"), e["analysed_blobs"]) for e in built] == [(first, 3)]
+    build_commit_index(whole_cache, REPO_ID, factory.repo, second)
+    (carried, segments), (whole, _) = _view(cache, second), _view(whole_cache, second)
+    assert carried.paths.column("path").to_pylist() == sorted(
+        set(changed) - {"src/auth/tokens.py", "docs/ref", "assets/logo.png"}
+    )
+    for name in ("path", "oid", "len_path", "len_name"):
+        assert carried.paths.column(name).equals(whole.paths.column(name)), name
+    assert carried.path_terms.equals(whole.path_terms)
+    assert carried.path_postings.equals(whole.path_postings)
+    rows = carried.paths.select(["oid", "segment", "blob"]).to_pylist()
+    assert all(segments[r["segment"]].oid(r["blob"]) == r["oid"].hex() for r in rows)
+    answers = []
+    for at in (cache, whole_cache):
+        index = open_index(at, factory.repo, second)
+        answers.append(
+            [(h.path, h.start_line) for h in take(index.ranked("pool release router guide"))]
+        )
+    assert answers[0] == answers[1]
+    assert ("src/db/pool.c", 11) in answers[0]
+
+
 def test_segments_hold_each_blobs_entities_and_references(
     widgets: tuple[RepoFactory, str], tmp_path: Path
 ) -> None:
@@ -442,16 +504,26 @@ def test_blob_list_gives_back_the_same_paths_and_oids(items: list[tuple[str, byt
 
 
 def test_blob_locations_first_segment_wins() -> None:
-    """A blob in two segments is found in the first; one not indexable anywhere is skipped."""
+    """A blob in two segments is found in the first; one not indexable anywhere is skipped;
+    looked up among a few blobs, the same."""
 
     def segment(blobs: list[tuple[bytes, bytes]]) -> Segment:
         builder = SegmentBuilder(1 << 20)
         builder.add(BlobSource(oid, f"f{i}.py", data) for i, (oid, data) in enumerate(blobs))
         return Segment(segment_id([oid for oid, _ in blobs]), builder.tables())
 
-    shared, only_second, binary = b"a" * 20, b"b" * 20, b"c" * 20
+    # An id ending in zero bytes: numpy's fixed-width strings drop those from an item.
+    shared, only_second, binary = b"a" * 18 + b"\0\0", b"b" * 20, b"c" * 20
     first = segment([(binary, b"\0\1\2"), (shared, b"def f():\n    return 1\n")])
     second = segment([(only_second, b"x = 1\n"), (shared, b"def f():\n    return 1\n")])
-    where, skipped = build_module.blob_locations([first, second])
+    where, skipped = blob_places.blob_locations([first, second])
     assert where == {shared: (0, 1), only_second: (1, 0)}
     assert skipped == {binary}
+    assert blob_places.located_blobs([first, second], [shared, only_second, binary]) == (
+        where,
+        skipped,
+    )
+    assert blob_places.located_blobs([first, second], [only_second, b"d" * 20]) == (
+        {only_second: (1, 0)},
+        set(),
+    )

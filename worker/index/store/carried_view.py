@@ -1,0 +1,136 @@
+"""A commit's view made from another commit's stored view and the paths that differ.
+
+The view of a commit (`commit_view`) lists every indexed path with its blob and a path
+index. A path's terms depend on the path alone, so the view of a commit a few files away
+from a stored one is that view without the paths that went or changed, with the paths that
+came or changed: the same tables, row for row, as those worked out from the whole tree,
+at a cost in the stored view's arrays (numpy and Arrow), not in Python per path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from worker.index.store.commit_view import CommitTables, PathTerms
+from worker.index.store.segment import column
+
+I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
+Mask = npt.NDArray[np.bool_]
+
+
+def kept_rows(base: CommitTables, gone: list[str]) -> Mask:
+    """Which of the stored view's paths stay: those not among `gone`."""
+    if not gone:
+        return np.ones(base.paths.num_rows, dtype=bool)
+    went = pc.is_in(base.paths.column("path"), value_set=pa.array(gone, pa.string()))
+    stays: Mask = ~np.asarray(went.to_numpy(zero_copy_only=False), dtype=bool)
+    return stays
+
+
+def carried_commit_tables(
+    base: CommitTables,
+    keep: Mask,
+    came: PathTerms,
+    came_places: I32,
+    segment_map: I64,
+) -> CommitTables:
+    """The view of the base's paths `keep` selects and of the paths that came.
+
+    `came`: the path index of the located paths that came (none of them kept), with
+    `came_places` their (segment, blob) in the new commit's segments; `segment_map`: the new
+    index of each of the base's segments (only those of kept paths are read).
+    """
+    paths = base.paths.filter(pa.array(keep))
+    n_kept = paths.num_rows
+    joined = pa.concat_arrays([_array(paths, "path"), came.paths])
+    order = np.asarray(pc.sort_indices(joined).to_numpy(), dtype=np.int64)
+    row_of = np.empty(len(order), dtype=np.int32)
+    row_of[order] = np.arange(len(order), dtype=np.int32)
+
+    # Each posting as (term, row); the base's rows renumbered, its dropped paths' gone.
+    base_terms = base.path_terms.column("term")
+    base_count = column(base.path_terms, "count")
+    base_rows = column(base.path_postings, "path")
+    live = keep[base_rows]
+    renumbered = (np.cumsum(keep, dtype=np.int64) - 1).astype(np.int32)
+    came_terms = came.terms.cast(pa.string())
+    terms = pc.unique(pa.concat_arrays([_combined(base_terms), came_terms]))
+    terms = terms.take(pc.sort_indices(terms))
+    base_term_id = _positions(base_terms, terms)
+    came_term_id = _positions(came_terms, terms)
+    term = np.concatenate(
+        [
+            np.repeat(base_term_id, base_count)[live],
+            np.repeat(came_term_id, came.postings.count),
+        ]
+    )
+    row = np.concatenate(
+        [row_of[renumbered[base_rows[live]]], row_of[n_kept + came.postings.chunk]]
+    )
+    tf_path = np.concatenate(
+        [
+            column(base.path_postings, "tf_path")[live],
+            np.minimum(came.postings.tf_body, 255).astype(np.uint8),
+        ]
+    )
+    tf_name = np.concatenate([column(base.path_postings, "tf_name")[live], came.postings.tf_sym])
+    by_term = np.lexsort((row, term))
+    count = np.bincount(term, minlength=len(terms))
+    used = count > 0
+    count = count[used]
+    start = np.zeros(len(count), dtype=np.int64)
+    np.cumsum(count[:-1], out=start[1:])
+
+    def merged(name: str, came_values: npt.NDArray[np.int32]) -> I32:
+        values: I32 = np.concatenate([column(paths, name), came_values])[order]
+        return values
+
+    segment = np.concatenate(
+        [segment_map[column(paths, "segment")].astype(np.int32), came_places[:, 0]]
+    )
+    return CommitTables(
+        paths=pa.table(
+            {
+                "path": joined.take(pa.array(order)),
+                "oid": pa.concat_arrays([_array(paths, "oid"), came.oids]).take(pa.array(order)),
+                "segment": segment[order],
+                "blob": merged("blob", came_places[:, 1]),
+                "len_path": merged("len_path", came.len_path.astype(np.int32)),
+                "len_name": merged("len_name", came.len_name.astype(np.int32)),
+            }
+        ),
+        path_terms=pa.table(
+            {
+                "term": terms.filter(pa.array(used)),
+                "start": start,
+                "count": count.astype(np.int32),
+            }
+        ),
+        path_postings=pa.table(
+            {"path": row[by_term], "tf_path": tf_path[by_term], "tf_name": tf_name[by_term]}
+        ),
+    )
+
+
+def _array(table: pa.Table, name: str) -> pa.Array:
+    return _combined(table.column(name))
+
+
+def _combined(values: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """The values as one array (a mapped single-batch column is one chunk already)."""
+    if isinstance(values, pa.Array):
+        return values
+    return values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
+
+
+def _positions(values: pa.ChunkedArray | pa.Array, among: pa.Array) -> I64:
+    """Where each of `values` is in `among` (all of them are there)."""
+    found: I64 = np.asarray(
+        pc.index_in(_combined(values), value_set=among).to_numpy(zero_copy_only=False),
+        dtype=np.int64,
+    )
+    return found
