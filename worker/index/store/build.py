@@ -18,14 +18,13 @@ when there is no stored commit to start from, or when segments are folded.
 from __future__ import annotations
 
 import bisect
-import itertools
 import re
 import resource
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -34,25 +33,23 @@ import structlog
 
 from worker.index.analysis.segment_builder import BlobSource, SegmentBuilder, SegmentTables
 from worker.index.store import build_workers
-from worker.index.store.blob_places import blob_locations, located_blobs, missing_blobs
-from worker.index.store.carried_view import carried_commit_tables, kept_rows
+from worker.index.store.blob_places import blob_locations, missing_blobs
+from worker.index.store.carried_view import Carried, StoredView, carry
 from worker.index.store.commit_view import (
     CommitTables,
     PathTerms,
     build_commit_tables,
     path_terms,
-    read_commit_tables,
     read_manifest,
     write_commit,
 )
 from worker.index.store.segment import (
     Segment,
     UnknownFormat,
-    column,
     segment_id,
     write_segment,
 )
-from worker.index.store.tree_listing import tree_blobs, tree_changes
+from worker.index.store.tree_listing import tree_blobs
 
 log = structlog.get_logger(__name__)
 _OID_BYTES: Final = 20
@@ -71,16 +68,6 @@ def repo_index_dir(cache_dir: Path, repo_id: str) -> Path:
         raise ValueError(f"not a repository id: {repo_id!r}")
     owner, name = repo_id.split("/")
     return cache_dir / "index" / owner / name
-
-
-@dataclass(frozen=True, slots=True)
-class StoredView:
-    """A stored commit index: the commit, its directory, manifest and segments."""
-
-    commit: str
-    directory: Path
-    manifest: dict[str, Any]
-    segments: list[Segment]
 
 
 def newest_view(index_dir: Path) -> StoredView | None:
@@ -334,67 +321,34 @@ def _carried_index(
     max_blob_bytes: int,
     workers: int | None,
 ) -> Path | None:
-    """Build and persist the index of `commit` from the stored index `base` and the files
-    that differ; None when it cannot be (`base`'s commit is not in the repository, or the
-    segments would need folding: see `build_commit_index`).
-
-    Only the files that differ are listed, looked up and analysed; the view is carried
-    over in arrays (see `carried_view`).
-    """
+    """Build and persist the index of `commit` carried from the stored index `base` (see
+    `carried_view.carry`); None when it cannot be."""
     started = time.perf_counter()
-    changes = tree_changes(repo, base.commit, commit)
-    if changes is None:
-        return None
-    stored = read_commit_tables(base.directory, base.manifest)
-    keep = kept_rows(stored, changes.gone)
-    where, skipped = located_blobs(base.segments, [oid for _, oid in changes.came])
-    used = np.zeros(len(base.segments), dtype=bool)
-    used[column(stored.paths, "segment")[keep]] = True
-    used[[s for s, _ in where.values()]] = True
-    live = np.flatnonzero(used)
-    if len(live) + 1 > MAX_SEGMENTS:
-        return None
-    missing = missing_blobs(changes.came, where, skipped)
     segments_dir = index_dir / "segments"
-    new_ids, ahead = _analyse_missing(
-        repo,
-        missing,
-        max_blob_bytes,
-        segments_dir,
-        workers,
-        meanwhile=lambda: path_terms(changes.came),
-    )
-    new_segments = [Segment.open(segments_dir / s) for s in new_ids]
-    segment_map = np.full(len(base.segments), -1, dtype=np.int64)
-    segment_map[live] = np.arange(len(live))
-    fresh, _ = blob_locations(new_segments)
-    places: list[tuple[int, int] | None] = []
-    for _, oid in changes.came:
-        if (old := where.get(oid)) is not None:
-            places.append((int(segment_map[old[0]]), old[1]))
-        elif (new := fresh.get(oid)) is not None:
-            places.append((len(live) + new[0], new[1]))
-        else:
-            places.append(None)
-    located = np.array([p is not None for p in places], dtype=bool)
-    if ahead is not None:
-        came = ahead.kept(located)
-    else:
-        came = path_terms(list(itertools.compress(changes.came, located.tolist())))
-    came_places = np.array([p for p in places if p is not None], dtype=np.int32).reshape(-1, 2)
-    tables = carried_commit_tables(stored, keep, came, came_places, segment_map)
-    segments = [base.segments[i] for i in live.tolist()] + new_segments
-    out = write_commit(index_dir / "commits", repo_id, commit, [s.id for s in segments], tables)
+
+    def analysed(
+        missing: list[tuple[str, bytes]], meanwhile: Callable[[], PathTerms]
+    ) -> tuple[list[Segment], PathTerms | None]:
+        new_ids, ahead = _analyse_missing(
+            repo, missing, max_blob_bytes, segments_dir, workers, meanwhile=meanwhile
+        )
+        return [Segment.open(segments_dir / s) for s in new_ids], ahead
+
+    carried = carry(repo, commit, base, analysed, max_segments=MAX_SEGMENTS)
+    if carried is None:
+        return None
+    ids = [s.id for s in carried.segments]
+    out = write_commit(index_dir / "commits", repo_id, commit, ids, carried.tables)
     log.info(
         "search.index.built",
         repo=repo_id,
         commit=commit,
         carried_from=base.commit,
-        indexed_paths=tables.paths.num_rows,
-        changed_paths=len(changes.came),
-        analysed_blobs=len(missing),
-        reused_segments=len(live),
-        new_segments=len(new_ids),
+        indexed_paths=carried.tables.paths.num_rows,
+        changed_paths=carried.changed_paths,
+        analysed_blobs=carried.analysed_blobs,
+        reused_segments=len(carried.segments) - carried.new_segments,
+        new_segments=carried.new_segments,
         seconds=round(time.perf_counter() - started, 3),
     )
     return out
@@ -471,12 +425,46 @@ def build_in_memory(
     reused = _live_segments(stored, entries)
     where, skipped = blob_locations(reused)
     missing = missing_blobs(entries, where, skipped)
-    segments = list(reused)
-    if missing:
-        seg_id, tables = analyse(repo, missing, max_blob_bytes, check_deadline)
-        if scratch_dir is not None:
-            segments.append(Segment.open(write_segment(scratch_dir, seg_id, tables)))
-        else:
-            segments.append(Segment(seg_id, tables))
+    segments = reused + _analysed_in_memory(
+        repo, missing, max_blob_bytes, check_deadline, scratch_dir
+    )
     where, _ = blob_locations(segments)
     return segments, build_commit_tables(entries, where), len(missing)
+
+
+def carried_in_memory(
+    repo: pygit2.Repository,
+    commit: str,
+    base: StoredView,
+    *,
+    max_blob_bytes: int,
+    check_deadline: Callable[[int, int], None],
+    scratch_dir: Path | None = None,
+) -> Carried | None:
+    """Worker side: `build_in_memory` carried from the stored index `base` (see
+    `carried_view.carry`); None when it cannot be."""
+
+    def analysed(
+        missing: list[tuple[str, bytes]], _meanwhile: Callable[[], PathTerms]
+    ) -> tuple[list[Segment], PathTerms | None]:
+        check_deadline(0, len(missing))
+        return _analysed_in_memory(repo, missing, max_blob_bytes, check_deadline, scratch_dir), None
+
+    return carry(repo, commit, base, analysed, max_segments=MAX_SEGMENTS)
+
+
+def _analysed_in_memory(
+    repo: pygit2.Repository,
+    missing: list[tuple[str, bytes]],
+    max_blob_bytes: int,
+    check_deadline: Callable[[int, int], None],
+    scratch_dir: Path | None,
+) -> list[Segment]:
+    """The missing blobs analysed into a segment kept in memory, or written under
+    `scratch_dir` and mapped (none if nothing is missing)."""
+    if not missing:
+        return []
+    seg_id, tables = analyse(repo, missing, max_blob_bytes, check_deadline)
+    if scratch_dir is not None:
+        return [Segment.open(write_segment(scratch_dir, seg_id, tables))]
+    return [Segment(seg_id, tables)]

@@ -1,25 +1,121 @@
-"""A commit's view made from another commit's stored view and the paths that differ.
+"""A commit's index carried from a stored commit's: only the files that differ cost.
 
 The view of a commit (`commit_view`) lists every indexed path with its blob and a path
 index. A path's terms depend on the path alone, so the view of a commit a few files away
 from a stored one is that view without the paths that went or changed, with the paths that
 came or changed: the same tables, row for row, as those worked out from the whole tree,
-at a cost in the stored view's arrays (numpy and Arrow), not in Python per path.
+at a cost in the stored view's arrays (numpy and Arrow), not in Python per path. The
+segments are the stored ones still needed and one for the blobs none of them holds.
 """
 
 from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
+import pygit2
 
-from worker.index.store.commit_view import CommitTables, PathTerms
-from worker.index.store.segment import column
+from worker.index.store.blob_places import blob_locations, located_blobs, missing_blobs
+from worker.index.store.commit_view import (
+    CommitTables,
+    PathTerms,
+    path_terms,
+    read_commit_tables,
+)
+from worker.index.store.segment import Segment, column
+from worker.index.store.tree_listing import tree_changes
 
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 Mask = npt.NDArray[np.bool_]
+Analyse = Callable[
+    [list[tuple[str, bytes]], Callable[[], PathTerms]], tuple[list[Segment], PathTerms | None]
+]
+"""Analyses the missing (path, oid) into new segments; may run the second argument (the path
+index of every file that came) meanwhile and give back what it returned."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredView:
+    """A stored commit index: the commit, its directory, manifest and segments."""
+
+    commit: str
+    directory: Path
+    manifest: dict[str, Any]
+    segments: list[Segment]
+
+
+@dataclass(frozen=True, slots=True)
+class Carried:
+    """A commit's segments and view, carried from a stored commit's."""
+
+    segments: list[Segment]
+    tables: CommitTables
+    changed_paths: int
+    analysed_blobs: int
+    new_segments: int
+
+
+def carry(
+    repo: pygit2.Repository,
+    commit: str,
+    base: StoredView,
+    analyse: Analyse,
+    *,
+    max_segments: int,
+) -> Carried | None:
+    """The segments and view of `commit` from the stored index `base` and the files that
+    differ; None when it cannot be: `base`'s commit is not in the repository, or the
+    segments would number more than `max_segments` (they are folded from the whole tree).
+
+    Only the files that differ are listed and looked up, and the blobs no segment of
+    `base` holds analysed; the base's segments no path needs any more are dropped.
+    """
+    changes = tree_changes(repo, base.commit, commit)
+    if changes is None:
+        return None
+    stored = read_commit_tables(base.directory, base.manifest)
+    keep = kept_rows(stored, changes.gone)
+    where, skipped = located_blobs(base.segments, [oid for _, oid in changes.came])
+    used = np.zeros(len(base.segments), dtype=bool)
+    used[column(stored.paths, "segment")[keep]] = True
+    used[[s for s, _ in where.values()]] = True
+    live = np.flatnonzero(used)
+    if len(live) + 1 > max_segments:
+        return None
+    missing = missing_blobs(changes.came, where, skipped)
+    new_segments, ahead = analyse(missing, lambda: path_terms(changes.came))
+    segment_map = np.full(len(base.segments), -1, dtype=np.int64)
+    segment_map[live] = np.arange(len(live))
+    fresh, _ = blob_locations(new_segments)
+    places: list[tuple[int, int] | None] = []
+    for _, oid in changes.came:
+        if (old := where.get(oid)) is not None:
+            places.append((int(segment_map[old[0]]), old[1]))
+        elif (new := fresh.get(oid)) is not None:
+            places.append((len(live) + new[0], new[1]))
+        else:
+            places.append(None)
+    located = np.array([p is not None for p in places], dtype=bool)
+    if ahead is not None:
+        came = ahead.kept(located)
+    else:
+        came = path_terms(list(itertools.compress(changes.came, located.tolist())))
+    came_places = np.array([p for p in places if p is not None], dtype=np.int32).reshape(-1, 2)
+    return Carried(
+        segments=[base.segments[i] for i in live.tolist()] + new_segments,
+        tables=carried_commit_tables(stored, keep, came, came_places, segment_map),
+        changed_paths=len(changes.came),
+        analysed_blobs=len(missing),
+        new_segments=len(new_segments),
+    )
 
 
 def kept_rows(base: CommitTables, gone: list[str]) -> Mask:

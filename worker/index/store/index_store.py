@@ -18,7 +18,12 @@ import pygit2
 import structlog
 
 from worker.errors import Timeout
-from worker.index.store.build import build_in_memory, newest_segments, repo_index_dir
+from worker.index.store.build import (
+    build_in_memory,
+    carried_in_memory,
+    newest_view,
+    repo_index_dir,
+)
 from worker.index.store.commit_view import read_commit_tables, read_manifest
 from worker.index.store.segment import Segment, UnknownFormat, release_mapped_pages
 from worker.index.views.text import CommitIndex
@@ -129,15 +134,28 @@ class IndexStore:
                 )
 
         check_deadline(0, 0)
-        stored = newest_segments(repo_index_dir(self.cache_dir, repo_id))
-        segments, tables, analysed = build_in_memory(
-            repo,
-            commit,
-            stored,
-            max_blob_bytes=self.max_blob_bytes,
-            check_deadline=check_deadline,
-            scratch_dir=self.scratch_dir,
-        )
+        base = newest_view(repo_index_dir(self.cache_dir, repo_id))
+        carried = None
+        if base is not None:
+            carried = carried_in_memory(
+                repo,
+                commit,
+                base,
+                max_blob_bytes=self.max_blob_bytes,
+                check_deadline=check_deadline,
+                scratch_dir=self.scratch_dir,
+            )
+        if carried is not None:
+            segments, tables, analysed = carried.segments, carried.tables, carried.analysed_blobs
+        else:
+            segments, tables, analysed = build_in_memory(
+                repo,
+                commit,
+                [] if base is None else base.segments,
+                max_blob_bytes=self.max_blob_bytes,
+                check_deadline=check_deadline,
+                scratch_dir=self.scratch_dir,
+            )
         with self._lock:
             self.on_demand_builds += 1
             self.blobs_analysed += analysed
@@ -146,6 +164,7 @@ class IndexStore:
             repo=repo_id,
             commit=commit,
             analysed_blobs=analysed,
+            carried_from=None if carried is None or base is None else base.commit,
             seconds=round(time.monotonic() - started, 3),
         )
         return CommitIndex(commit, segments, tables, source="on-demand")

@@ -259,12 +259,9 @@ def _view(cache: Path, commit: str) -> tuple[CommitTables, list[Segment]]:
     return read_commit_tables(index_dir / "commits" / commit, manifest), segments
 
 
-def test_a_commit_near_a_stored_one_is_carried_and_indexes_as_if_built_whole(
-    make_repo: Callable[[str], RepoFactory], tmp_path: Path
-) -> None:
-    """Files changed, gone and come, one turned binary, one a link, one executable: the
-    index carried from the stored commit's lists what a whole build lists and answers alike."""
-    factory = make_repo("widgets")
+def _near_commits(factory: RepoFactory) -> tuple[str, str, list[str]]:
+    """Two commits: files changed, gone and come, one turned binary, one a link, one
+    executable; and the paths the second's index lists."""
     link, executable = pygit2.enums.FileMode.LINK, pygit2.enums.FileMode.BLOB_EXECUTABLE
     first = factory.commit(
         {
@@ -284,7 +281,21 @@ def test_a_commit_near_a_stored_one_is_carried_and_indexes_as_if_built_whole(
         "copy/pool.c": FILES["src/db/pool.c"],
     }
     del changed["src/auth/login.py"]
-    second = factory.commit(changed)
+    listed = sorted(set(changed) - {"src/auth/tokens.py", "docs/ref", "assets/logo.png"})
+    return first, factory.commit(changed), listed
+
+
+def _answers(index: CommitIndex) -> list[tuple[str, int]]:
+    return [(h.path, h.start_line) for h in take(index.ranked("pool release router guide"))]
+
+
+def test_a_commit_near_a_stored_one_is_carried_and_indexes_as_if_built_whole(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path
+) -> None:
+    """The index carried from the stored commit's analyses only the changed blobs, lists
+    what a whole build lists, and answers alike."""
+    factory = make_repo("widgets")
+    first, second, listed = _near_commits(factory)
     cache, whole_cache = tmp_path / "cache", tmp_path / "whole"
     build_commit_index(cache, REPO_ID, factory.repo, first)
     with capture_logs() as logs:
@@ -293,23 +304,36 @@ def test_a_commit_near_a_stored_one_is_carried_and_indexes_as_if_built_whole(
     assert [(e.get("carried_from"), e["analysed_blobs"]) for e in built] == [(first, 3)]
     build_commit_index(whole_cache, REPO_ID, factory.repo, second)
     (carried, segments), (whole, _) = _view(cache, second), _view(whole_cache, second)
-    assert carried.paths.column("path").to_pylist() == sorted(
-        set(changed) - {"src/auth/tokens.py", "docs/ref", "assets/logo.png"}
-    )
+    assert carried.paths.column("path").to_pylist() == listed
     for name in ("path", "oid", "len_path", "len_name"):
         assert carried.paths.column(name).equals(whole.paths.column(name)), name
     assert carried.path_terms.equals(whole.path_terms)
     assert carried.path_postings.equals(whole.path_postings)
     rows = carried.paths.select(["oid", "segment", "blob"]).to_pylist()
     assert all(segments[r["segment"]].oid(r["blob"]) == r["oid"].hex() for r in rows)
-    answers = []
-    for at in (cache, whole_cache):
-        index = open_index(at, factory.repo, second)
-        answers.append(
-            [(h.path, h.start_line) for h in take(index.ranked("pool release router guide"))]
-        )
+    answers = [_answers(open_index(at, factory.repo, second)) for at in (cache, whole_cache)]
     assert answers[0] == answers[1]
     assert ("src/db/pool.c", 11) in answers[0]
+
+
+def test_a_pinned_commit_near_a_stored_one_is_carried_on_demand(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path
+) -> None:
+    """A commit with no stored index, near one that has, is indexed on demand from it: only
+    its changed blobs are analysed, and it lists and answers what a whole build does."""
+    factory = make_repo("widgets")
+    first, second, listed = _near_commits(factory)
+    cache, whole_cache = tmp_path / "cache", tmp_path / "whole"
+    build_commit_index(cache, REPO_ID, factory.repo, first)
+    build_commit_index(whole_cache, REPO_ID, factory.repo, second)
+    store = IndexStore(cache)
+    with capture_logs() as logs:
+        index = store.open(REPO_ID, factory.repo, second, deadline=time.monotonic() + 60)
+    built = [e for e in logs if e["event"] == "search.index.on_demand"]
+    assert [(e["carried_from"], e["analysed_blobs"]) for e in built] == [(first, 3)]
+    assert (store.on_demand_builds, store.blobs_analysed) == (1, 3)
+    assert index.path_column.to_pylist() == listed
+    assert _answers(index) == _answers(open_index(whole_cache, factory.repo, second))
 
 
 def test_segments_hold_each_blobs_entities_and_references(
