@@ -33,7 +33,7 @@ from worker.index.store.segment import FORMAT_VERSION, read_table, write_table
 from worker.index.views.graph.carried import Previous, ResolutionState
 from worker.index.views.graph.made import BaseRows, ImportRows
 from worker.index.views.graph.model import CommitGraph, Edges, NodeIds
-from worker.index.views.graph.reads import ReadTable
+from worker.index.views.graph.reads import ReadTable, compacted, encoded
 
 STATE_FILES = ("graph_files.arrow", "graph_reads.arrow", "graph_imports.arrow", "graph_bases.arrow")
 STATE_VERSION = 2
@@ -156,7 +156,7 @@ def _state_tables(state: ResolutionState) -> list[pa.Table]:
             "phase": reads.phase,
             "kind": reads.kind,
             "node": reads.node,
-            "name": reads.name.cast(pa.string()).dictionary_encode(),
+            "name": compacted(encoded(reads.name)),
         }
     )
     return [files, read_rows, state.imports.table, state.bases.table]
@@ -189,7 +189,7 @@ def read_graph_state(commit_dir: Path) -> ResolutionState | None:
             phase=reads.column("phase").to_numpy(),
             kind=reads.column("kind").to_numpy(),
             node=reads.column("node").to_numpy(),
-            name=reads.column("name").combine_chunks().dictionary_decode(),
+            name=encoded(reads.column("name").combine_chunks()),
         ),
         imports=ImportRows(imports),
         bases=BaseRows(bases),

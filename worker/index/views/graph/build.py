@@ -559,7 +559,9 @@ def _keyed_reads(files: I64, keys: pa.Array, kind: ReadKind, phase: Phase) -> Re
         phase=np.full(len(pairs), phase, dtype=np.uint8),
         kind=np.full(len(pairs), kind, dtype=np.uint8),
         node=np.full(len(pairs), -1, dtype=np.int32),
-        name=encoded.dictionary.take(pa.array(pairs % n_codes)),
+        name=pa.DictionaryArray.from_arrays(
+            pa.array((pairs % n_codes).astype(np.int32)), encoded.dictionary.cast(pa.string())
+        ),
     )
 
 

@@ -507,7 +507,17 @@ def _ranked(names: list[str]) -> list[tuple[str, int]]:
 def _names_in(names: pa.Array, wanted: set[str]) -> npt.NDArray[np.bool_]:
     if not wanted or not len(names):
         return np.zeros(len(names), dtype=bool)
-    hits = pa.compute.is_in(names, value_set=pa.array(sorted(wanted), pa.string()))
+    value_set = pa.array(sorted(wanted), pa.string())
+    if pa.types.is_dictionary(names.type):
+        # Looked up once per distinct name, then spread over the reads; a null (a file
+        # read) reads the False past the dictionary's end.
+        listed = pa.compute.is_in(names.dictionary, value_set=value_set)
+        listed_np = np.append(listed.to_numpy(zero_copy_only=False), False)
+        spread: npt.NDArray[np.bool_] = listed_np[
+            names.indices.fill_null(len(names.dictionary)).to_numpy()
+        ]
+        return spread
+    hits = pa.compute.is_in(names, value_set=value_set)
     found: npt.NDArray[np.bool_] = hits.fill_null(False).to_numpy(zero_copy_only=False)
     return found
 

@@ -169,7 +169,8 @@ class ReadTable:
     node: npt.NDArray[np.int32]
     """The file read (-1 for a name)."""
     name: pa.Array
-    """The name read (null for a file)."""
+    """The name read (null for a file), dictionary-encoded: a commit's millions of reads
+    read a few hundred thousand names, and a stored state keeps them so (see `encoded`)."""
 
     @staticmethod
     def empty() -> ReadTable:
@@ -188,7 +189,7 @@ class ReadTable:
             phase=np.asarray(phase, dtype=np.uint8),
             kind=np.asarray(kind, dtype=np.uint8),
             node=np.asarray(node, dtype=np.int32),
-            name=pa.array(name, pa.string()),
+            name=pa.array(name, pa.string()).dictionary_encode(),
         )
 
     def __len__(self) -> int:
@@ -212,8 +213,61 @@ class ReadTable:
             phase=np.concatenate([p.phase for p in parts]),
             kind=np.concatenate([p.kind for p in parts]),
             node=np.concatenate([p.node for p in parts]),
-            name=pa.concat_arrays([p.name.cast(pa.string()) for p in parts]),
+            name=_joined([encoded(p.name) for p in parts]),
         )
+
+
+def _joined(parts: list[pa.DictionaryArray]) -> pa.DictionaryArray:
+    """The dictionary arrays one after the other, over one dictionary: the first's, with the
+    values only a later one holds after it.
+
+    Each later dictionary is looked up in the one so far, its values hashed, not the one so
+    far's: a carried build joins the few reads it made to the millions it keeps, and Arrow's
+    concatenation would hash every name of those.
+    """
+    dictionary = parts[0].dictionary
+    index_parts = [parts[0].indices.fill_null(0).to_numpy()]
+    for part in parts[1:]:
+        # Where each value so far is in this part's dictionary (null: not there).
+        at = pc.index_in(dictionary, value_set=part.dictionary)
+        found = at.is_valid().to_numpy(zero_copy_only=False)
+        to_joined = np.full(len(part.dictionary), -1, dtype=np.int64)
+        to_joined[at.fill_null(0).to_numpy()[found]] = np.flatnonzero(found)
+        fresh = np.flatnonzero(to_joined < 0)
+        to_joined[fresh] = len(dictionary) + np.arange(len(fresh))
+        dictionary = pa.concat_arrays([dictionary, part.dictionary.take(pa.array(fresh))])
+        to_joined = np.append(to_joined, 0)  # a null row's index (0) stays in bounds
+        index_parts.append(to_joined[part.indices.fill_null(0).to_numpy()])
+    valid = np.concatenate([p.indices.is_valid().to_numpy(zero_copy_only=False) for p in parts])
+    return pa.DictionaryArray.from_arrays(
+        pa.array(np.concatenate(index_parts).astype(np.int32), mask=~valid), dictionary
+    )
+
+
+def encoded(names: pa.Array) -> pa.DictionaryArray:
+    """Names (strings) as a dictionary array with string values: as they are when they are."""
+    if pa.types.is_dictionary(names.type):
+        if names.type.value_type == pa.string() and names.type.index_type == pa.int32():
+            return names
+        names = names.dictionary_decode()
+    return names.cast(pa.string()).dictionary_encode()
+
+
+def compacted(names: pa.DictionaryArray) -> pa.DictionaryArray:
+    """The names without the dictionary's values no row reads: the rows a carried state
+    keeps share its old dictionary, and what later commits add would pile up."""
+    indices = names.indices.fill_null(0).to_numpy()
+    valid = names.indices.is_valid().to_numpy(zero_copy_only=False)
+    used = np.zeros(len(names.dictionary), dtype=bool)
+    used[indices[valid]] = True
+    if used.all():
+        return names
+    # One more place: a null row's index (0) stays in bounds of an empty dictionary.
+    new_index = np.zeros(len(used) + 1, dtype=np.int32)
+    new_index[: len(used)] = np.cumsum(used) - 1
+    return pa.DictionaryArray.from_arrays(
+        pa.array(new_index[indices], mask=~valid), names.dictionary.filter(pa.array(used))
+    )
 
 
 def read_table(reads: Reads) -> ReadTable:
@@ -242,14 +296,17 @@ def read_table(reads: Reads) -> ReadTable:
                 kind=node_kind[~own].astype(np.uint8),
                 node=node[~own].astype(np.int32),
                 # A definition read's name, by its number (0: a read of a file's state).
-                name=pa.array([None, *reads.names], pa.string()).take(pa.array(name_number[~own])),
+                name=pa.DictionaryArray.from_arrays(
+                    pa.array((name_number[~own] - 1).astype(np.int32), mask=name_number[~own] == 0),
+                    pa.array(list(reads.names), pa.string()),
+                ),
             ),
             ReadTable(
                 reader=reader[is_text].astype(np.int32),
                 phase=phase[is_text],
                 kind=np.where(is_name, ReadKind.NAME, ReadKind.PATHS).astype(np.uint8),
                 node=np.full(n_texts, -1, dtype=np.int32),
-                name=names,
+                name=names.dictionary_encode(),
             ),
         ]
     )

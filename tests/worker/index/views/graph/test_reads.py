@@ -3,12 +3,19 @@ change of the paths it could find shares."""
 
 from __future__ import annotations
 
+import numpy as np
+import pyarrow as pa
+from hypothesis import given
+from hypothesis import strategies as st
+
 from worker.index.views.graph.reads import (
     Phase,
     ReadKind,
     Reads,
     ReadTable,
+    compacted,
     directory_key,
+    encoded,
     entry_key,
     file_key,
     listing_key,
@@ -92,3 +99,29 @@ def _rows(table: ReadTable) -> set[tuple[int, int, int, str | None]]:
             strict=True,
         )
     )
+
+
+@given(
+    st.lists(st.none() | st.sampled_from(["a", "b", "get", "Shape.area", "é"]), max_size=30),
+    st.lists(st.integers(0, 29), max_size=30),
+    st.lists(st.sampled_from(["b", "new", None]), max_size=5),
+)
+def test_names_kept_and_joined_drop_the_dictionary_values_no_read_reads(
+    names: list[str | None], picks: list[int], added: list[str | None]
+) -> None:
+    """Reads taken and joined to new ones keep their names; compacted, their dictionary
+    holds each name read once, and no other."""
+    table = ReadTable.of(
+        [0] * len(names), [0] * len(names), [0] * len(names), [-1] * len(names), names
+    )
+    rows = np.asarray([p for p in picks if p < len(names)], dtype=np.int64)
+    new = ReadTable.of(
+        [1] * len(added), [0] * len(added), [0] * len(added), [-1] * len(added), added
+    )
+    joined = ReadTable.concat([table.take(rows), new])
+    want = [names[r] for r in rows.tolist()] + added
+    assert joined.name.to_pylist() == want
+    kept = compacted(encoded(joined.name))
+    assert kept.to_pylist() == want
+    assert sorted(kept.dictionary.to_pylist()) == sorted({n for n in want if n is not None})
+    assert encoded(pa.array(want, pa.string())).to_pylist() == want
