@@ -20,8 +20,8 @@ from worker.index.store.segment import read_table
 def test_code_search_bench_measures_both_sides_on_a_tiny_corpus(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every query is timed on repo-reader and csearch (finding the same lines), and the
-    build beside cindex's."""
+    """Every query is timed on repo-reader and csearch (finding the same lines), the build
+    beside cindex's, and the next commit's beside the whole build."""
     if not (shutil.which("cindex") and shutil.which("csearch")) and os.environ.get("CI") != "true":
         pytest.skip("Debian's codesearch is not installed (.ci/run installs it)")
     queries = [
@@ -41,6 +41,8 @@ def test_code_search_bench_measures_both_sides_on_a_tiny_corpus(
     assert "cindex" in build
     (graph,) = [line for line in lines if line.startswith("entity graph, after the build")]
     assert "mirroring indexes the commit in" in graph
+    (after,) = [line for line in lines if line.startswith("next commit, 1 files changed")]
+    assert "carried from the first commit's" in after
     (alone,) = [line for line in lines if line.startswith("trigram view alone")]
     assert "cindex" in alone
 
