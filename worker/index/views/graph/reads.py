@@ -245,7 +245,8 @@ def _joined(parts: list[pa.DictionaryArray]) -> pa.DictionaryArray:
 
 
 def encoded(names: pa.Array) -> pa.DictionaryArray:
-    """Names (strings) as a dictionary array with string values: as they are when they are."""
+    """Names (strings) as a dictionary array (int32 indices, string values); names already
+    so are returned as they are."""
     if pa.types.is_dictionary(names.type):
         if names.type.value_type == pa.string() and names.type.index_type == pa.int32():
             return names
