@@ -40,6 +40,7 @@ from worker.index.store.commit_view import (
     PathTerms,
     build_commit_tables,
     path_terms,
+    read_commit_tables,
     read_manifest,
     write_commit,
 )
@@ -84,7 +85,7 @@ def newest_view(index_dir: Path) -> StoredView | None:
         try:
             manifest = read_manifest(d)
             segments = [Segment.open(index_dir / "segments" / s) for s in manifest["segments"]]
-            return StoredView(d.name, d, manifest, segments)
+            return StoredView(d.name, read_commit_tables(d, manifest), segments)
         except (UnknownFormat, OSError, KeyError, ValueError) as exc:
             log.info("search.index.unusable", commit_dir=str(d), error=str(exc))
     return None

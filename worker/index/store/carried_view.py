@@ -13,8 +13,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -23,12 +21,7 @@ import pyarrow.compute as pc
 import pygit2
 
 from worker.index.store.blob_places import blob_locations, located_blobs, missing_blobs
-from worker.index.store.commit_view import (
-    CommitTables,
-    PathTerms,
-    path_terms,
-    read_commit_tables,
-)
+from worker.index.store.commit_view import CommitTables, PathTerms, path_terms
 from worker.index.store.segment import Segment, column
 from worker.index.store.tree_listing import tree_changes
 
@@ -44,11 +37,13 @@ index of every file that came) meanwhile and give back what it returned."""
 
 @dataclass(frozen=True, slots=True)
 class StoredView:
-    """A stored commit index: the commit, its directory, manifest and segments."""
+    """A stored commit index, mapped: the commit, its view and segments.
+
+    Mapped when found, so that a view the mirror replaces meanwhile stays readable.
+    """
 
     commit: str
-    directory: Path
-    manifest: dict[str, Any]
+    tables: CommitTables
     segments: list[Segment]
 
 
@@ -81,7 +76,7 @@ def carry(
     changes = tree_changes(repo, base.commit, commit)
     if changes is None:
         return None
-    stored = read_commit_tables(base.directory, base.manifest)
+    stored = base.tables
     keep = kept_rows(stored, changes.gone)
     where, skipped = located_blobs(base.segments, [oid for _, oid in changes.came])
     used = np.zeros(len(base.segments), dtype=bool)

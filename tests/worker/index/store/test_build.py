@@ -336,6 +336,27 @@ def test_a_pinned_commit_near_a_stored_one_is_carried_on_demand(
     assert _answers(index) == _answers(open_index(whole_cache, factory.repo, second))
 
 
+def test_a_stored_view_replaced_after_it_is_found_is_still_carried_from(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path
+) -> None:
+    """The stored view a worker carries from is mapped when found: the mirror replacing it
+    meanwhile (its directory gone) does not fail the build."""
+    factory = make_repo("widgets")
+    first, second, listed = _near_commits(factory)
+    cache = tmp_path / "cache"
+    build_commit_index(cache, REPO_ID, factory.repo, first)
+    index_dir = cache / "index" / "acme" / "widgets"
+    base = build_module.newest_view(index_dir)
+    assert base is not None
+    assert base.commit == first
+    shutil.rmtree(index_dir / "commits" / first)
+    carried = build_module.carried_in_memory(
+        factory.repo, second, base, max_blob_bytes=1 << 20, check_deadline=lambda _d, _t: None
+    )
+    assert carried is not None
+    assert carried.tables.paths.column("path").to_pylist() == listed
+
+
 def test_segments_hold_each_blobs_entities_and_references(
     widgets: tuple[RepoFactory, str], tmp_path: Path
 ) -> None:
