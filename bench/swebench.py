@@ -44,7 +44,7 @@ from tests.support.workers import WorkerProcess
 from worker.client import RepoReaderClient
 from worker.config import Config
 from worker.errors import RepoReaderFailure
-from worker.index.store.build import build_in_memory, newest_segments, repo_index_dir
+from worker.index.store.build import build_in_memory, newest_view, repo_index_dir
 from worker.index.views.history import HistoryStore
 from worker.index.views.ranking import DEFAULT_PARAMS, analyse_query
 from worker.index.views.text import CommitIndex
@@ -315,10 +315,11 @@ def run_ablation(instances: Sequence[Instance], cache: Path) -> list[tuple[str, 
     for instance in instances:
         repo = pygit2.Repository(str(CacheLayout(cache).repo_dir(instance.repo)))
         index_dir = repo_index_dir(cache, instance.repo)
+        stored = newest_view(index_dir)
         segments, tables, _ = build_in_memory(
             repo,
             instance.commit,
-            newest_segments(index_dir),
+            [] if stored is None else stored.segments,
             max_blob_bytes=Config().server.max_blob_bytes,
             check_deadline=lambda _done, _total: None,
         )

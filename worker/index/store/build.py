@@ -91,12 +91,6 @@ def newest_view(index_dir: Path) -> StoredView | None:
     return None
 
 
-def newest_segments(index_dir: Path) -> list[Segment]:
-    """The segments of the newest stored commit index that this code can read."""
-    view = newest_view(index_dir)
-    return [] if view is None else view.segments
-
-
 def blob_sources(
     repo: pygit2.Repository,
     items: Sequence[tuple[str, bytes]],
@@ -344,7 +338,7 @@ def _carried_index(
         "search.index.built",
         repo=repo_id,
         commit=commit,
-        carried_from=base.commit,
+        carried_from=carried.carried_from,
         indexed_paths=carried.tables.paths.num_rows,
         changed_paths=carried.changed_paths,
         analysed_blobs=carried.analysed_blobs,

@@ -10,7 +10,6 @@ segments are the stored ones still needed and one for the blobs none of them hol
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,8 +20,8 @@ import pyarrow.compute as pc
 import pygit2
 
 from worker.index.store.blob_places import blob_locations, located_blobs, missing_blobs
-from worker.index.store.commit_view import CommitTables, PathTerms, path_terms
-from worker.index.store.segment import Segment, column
+from worker.index.store.commit_view import CommitTables, PathTerms, located_terms, path_terms
+from worker.index.store.segment import Segment, column, one_array
 from worker.index.store.tree_listing import tree_changes
 
 I64 = npt.NDArray[np.int64]
@@ -51,6 +50,7 @@ class StoredView:
 class Carried:
     """A commit's segments and view, carried from a stored commit's."""
 
+    carried_from: str
     segments: list[Segment]
     tables: CommitTables
     changed_paths: int
@@ -76,11 +76,10 @@ def carry(
     changes = tree_changes(repo, base.commit, commit)
     if changes is None:
         return None
-    stored = base.tables
-    keep = kept_rows(stored, changes.gone)
+    keep = kept_rows(base.tables, changes.gone)
     where, skipped = located_blobs(base.segments, [oid for _, oid in changes.came])
     used = np.zeros(len(base.segments), dtype=bool)
-    used[column(stored.paths, "segment")[keep]] = True
+    used[column(base.tables.paths, "segment")[keep]] = True
     used[[s for s, _ in where.values()]] = True
     live = np.flatnonzero(used)
     if len(live) + 1 > max_segments:
@@ -99,14 +98,12 @@ def carry(
         else:
             places.append(None)
     located = np.array([p is not None for p in places], dtype=bool)
-    if ahead is not None:
-        came = ahead.kept(located)
-    else:
-        came = path_terms(list(itertools.compress(changes.came, located.tolist())))
+    came = located_terms(changes.came, located, ahead)
     came_places = np.array([p for p in places if p is not None], dtype=np.int32).reshape(-1, 2)
     return Carried(
+        carried_from=base.commit,
         segments=[base.segments[i] for i in live.tolist()] + new_segments,
-        tables=carried_commit_tables(stored, keep, came, came_places, segment_map),
+        tables=carried_commit_tables(base.tables, keep, came, came_places, segment_map),
         changed_paths=len(changes.came),
         analysed_blobs=len(missing),
         new_segments=len(new_segments),
@@ -137,7 +134,7 @@ def carried_commit_tables(
     """
     paths = base.paths.filter(pa.array(keep))
     n_kept = paths.num_rows
-    joined = pa.concat_arrays([_array(paths, "path"), came.paths])
+    joined = pa.concat_arrays([one_array(paths.column("path")), came.paths])
     order = np.asarray(pc.sort_indices(joined).to_numpy(), dtype=np.int64)
     row_of = np.empty(len(order), dtype=np.int32)
     row_of[order] = np.arange(len(order), dtype=np.int32)
@@ -149,7 +146,7 @@ def carried_commit_tables(
     live = keep[base_rows]
     renumbered = (np.cumsum(keep, dtype=np.int64) - 1).astype(np.int32)
     came_terms = came.terms.cast(pa.string())
-    terms = pc.unique(pa.concat_arrays([_combined(base_terms), came_terms]))
+    terms = pc.unique(pa.concat_arrays([one_array(base_terms), came_terms]))
     terms = terms.take(pc.sort_indices(terms))
     base_term_id = _positions(base_terms, terms)
     came_term_id = _positions(came_terms, terms)
@@ -187,7 +184,9 @@ def carried_commit_tables(
         paths=pa.table(
             {
                 "path": joined.take(pa.array(order)),
-                "oid": pa.concat_arrays([_array(paths, "oid"), came.oids]).take(pa.array(order)),
+                "oid": pa.concat_arrays([one_array(paths.column("oid")), came.oids]).take(
+                    pa.array(order)
+                ),
                 "segment": segment[order],
                 "blob": merged("blob", came_places[:, 1]),
                 "len_path": merged("len_path", came.len_path.astype(np.int32)),
@@ -207,21 +206,10 @@ def carried_commit_tables(
     )
 
 
-def _array(table: pa.Table, name: str) -> pa.Array:
-    return _combined(table.column(name))
-
-
-def _combined(values: pa.ChunkedArray | pa.Array) -> pa.Array:
-    """The values as one array (a mapped single-batch column is one chunk already)."""
-    if isinstance(values, pa.Array):
-        return values
-    return values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
-
-
 def _positions(values: pa.ChunkedArray | pa.Array, among: pa.Array) -> I64:
     """Where each of `values` is in `among` (all of them are there)."""
     found: I64 = np.asarray(
-        pc.index_in(_combined(values), value_set=among).to_numpy(zero_copy_only=False),
+        pc.index_in(one_array(values), value_set=among).to_numpy(zero_copy_only=False),
         dtype=np.int64,
     )
     return found

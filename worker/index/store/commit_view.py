@@ -35,6 +35,7 @@ from worker.index.store.segment import (
     UnknownFormat,
     atomic_publish,
     column,
+    one_array,
     read_table,
     write_table,
 )
@@ -128,6 +129,16 @@ def path_terms(entries: Sequence[tuple[str, bytes]]) -> PathTerms:
     )
 
 
+def located_terms(
+    entries: Sequence[tuple[str, bytes]], located: Mask, ahead: PathTerms | None
+) -> PathTerms:
+    """The path index of the entries `located` selects: cut from `ahead` when it was worked
+    out for these same entries, else worked out here."""
+    if ahead is not None and ahead.entries == list(entries):
+        return ahead.kept(located)
+    return path_terms(list(itertools.compress(entries, located.tolist())))
+
+
 def build_commit_tables(
     entries: Sequence[tuple[str, bytes]],
     locations: dict[bytes, tuple[int, int]],
@@ -141,10 +152,7 @@ def build_commit_tables(
     """
     places = [locations.get(oid) for _, oid in entries]
     located = np.fromiter((p is not None for p in places), dtype=bool, count=len(places))
-    if ahead is not None and ahead.entries == list(entries):
-        found = ahead.kept(located)
-    else:
-        found = path_terms(list(itertools.compress(entries, located.tolist())))
+    found = located_terms(entries, located, ahead)
     segment_blob = np.fromiter(
         itertools.chain.from_iterable(p for p in places if p is not None),
         dtype=np.int32,
@@ -241,8 +249,7 @@ class PathIndex:
         self.n_paths = tables.paths.num_rows
         self.segment = column(tables.paths, "segment")
         self.blob = column(tables.paths, "blob")
-        oids = tables.paths.column("oid")
-        oid_array = oids.chunk(0) if oids.num_chunks == 1 else oids.combine_chunks()
+        oid_array = one_array(tables.paths.column("oid"))
         self.oids = (
             np.frombuffer(oid_array.buffers()[1], dtype=np.uint8)[
                 oid_array.offset * 20 : (oid_array.offset + self.n_paths) * 20
@@ -269,6 +276,7 @@ __all__ = [
     "PathTerms",
     "UnknownFormat",
     "build_commit_tables",
+    "located_terms",
     "path_terms",
     "read_commit_tables",
     "read_manifest",

@@ -164,7 +164,7 @@ class IndexStore:
             repo=repo_id,
             commit=commit,
             analysed_blobs=analysed,
-            carried_from=None if carried is None or base is None else base.commit,
+            carried_from=None if carried is None else carried.carried_from,
             seconds=round(time.monotonic() - started, 3),
         )
         return CommitIndex(commit, segments, tables, source="on-demand")

@@ -232,10 +232,16 @@ def _component_files(seg_dir: Path) -> tuple[str, dict[str, Path]]:
     return str(meta["id"]), {name: seg_dir / files[name] for name in COMPONENTS}
 
 
+def one_array(values: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """The values as one array: a mapped single-batch column's one chunk, without a copy."""
+    if isinstance(values, pa.Array):
+        return values
+    return values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
+
+
 def column(table: pa.Table, name: str) -> npt.NDArray[Any]:
     """A fixed-width column as a numpy view (no copy for a mapped single-batch table)."""
-    col = table.column(name)
-    arr = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    arr = one_array(table.column(name))
     if len(arr) == 0:
         return np.zeros(0, dtype=arr.type.to_pandas_dtype())
     view: npt.NDArray[Any] = arr.to_numpy(zero_copy_only=not pa.types.is_boolean(arr.type))
@@ -258,8 +264,7 @@ class TermDictionary:
     def __init__(self, table: pa.Table) -> None:
         self.start = column(table, "start")
         self.count = column(table, "count")
-        terms = table.column("term")
-        arr = terms.chunk(0) if terms.num_chunks == 1 else terms.combine_chunks()
+        arr = one_array(table.column("term"))
         self.n = len(arr)
         buffers = arr.buffers()
         self.offsets = (
@@ -376,16 +381,9 @@ class Segment:
 
         Sliced from the column's buffers: `to_pylist` took 0.05 s for Linux's 78k blobs.
         """
-        oids: list[bytes] = []
-        for chunk in self._oid.chunks:
-            width = chunk.type.byte_width
-            if chunk.null_count:
-                oids.extend(chunk.to_pylist())
-                continue
-            raw = chunk.buffers()[1].to_pybytes()
-            start, end = chunk.offset * width, (chunk.offset + len(chunk)) * width
-            oids.extend(raw[i : i + width] for i in range(start, end, width))
-        return oids
+        raw = self.oid_array().tobytes()
+        width = self._oid.type.byte_width
+        return [raw[i : i + width] for i in range(0, len(raw), width)]
 
     def oid_array(self) -> npt.NDArray[np.bytes_]:
         """Every blob id in the segment, in blob order, as one array of 20-byte strings.
@@ -393,8 +391,7 @@ class Segment:
         Compare them as the array's items: numpy drops trailing zero bytes from an item it
         gives back as `bytes`.
         """
-        oids = self._oid
-        arr = oids.chunk(0) if oids.num_chunks == 1 else oids.combine_chunks()
+        arr = one_array(self._oid)
         width = arr.type.byte_width
         if not len(arr):
             return np.zeros(0, dtype=f"S{width}")
