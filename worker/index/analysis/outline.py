@@ -47,11 +47,8 @@ def _table(chars: bytes) -> Mask:
     return table
 
 
-_OPEN, _CLOSE, _SEMI, _NEWLINE, _HASH, _COLON = 123, 125, 59, 10, 35, 58
-_OPEN_PAREN, _CLOSE_PAREN = 40, 41
+_NEWLINE, _HASH, _COLON, _OPEN_PAREN = 10, 35, 58, 40
 _BLANK: Final = _table(b" \t\r\n\f\v")
-_C_ELIDE_AFTER: Final = _table(b")=")
-"""A brace after these opens a function body or an initialiser: nothing inside is a definition."""
 _PY_OPEN: Final = _table(b"([{")
 _PY_CLOSE: Final = _table(b")]}")
 _PY_ELIDE_OPEN: Final = _table(b"({")
@@ -102,22 +99,6 @@ class _Batch:
         """The file each position lies in (a separator belongs to the file before it)."""
         found: I64 = np.searchsorted(self.starts, pos, side="right") - 1
         return found
-
-    def matches_at(self, pattern: re.Pattern[bytes], at: I64) -> Spans:
-        """[start, end) of the match of `pattern` at each position where it matches (within
-        the position's file)."""
-        data, match = self.data, pattern.match
-        ends = self.ends[self.file_of(at)].tolist()
-        spans = np.fromiter(
-            (
-                x
-                for start, end in zip(at.tolist(), ends, strict=True)
-                if (found := match(data, start, end)) is not None
-                for x in found.span()
-            ),
-            dtype=np.int64,
-        ).reshape(-1, 2)
-        return spans[:, 0].copy(), spans[:, 1].copy()
 
     def structure(self, chars: bytes, ls: I64, le: I64) -> I64:
         """Positions of the bytes in `chars`, outside lexemes."""
@@ -208,68 +189,6 @@ def _previous_significant(a: U8, positions: I64, floor: I64, ls: I64, le: I64) -
     return out, where
 
 
-def _parameter_lists(batch: _Batch, closes: I64, floor: I64, ls: I64, le: I64) -> Spans:
-    """The insides of the parenthesised groups ending at `closes`.
-
-    Most groups hold no parenthesis: their `(` is the last one before the `)`. The others are
-    walked back byte by byte, counting parentheses outside lexemes. A group whose inside
-    starts with `(` (`__attribute__((x))`) is left alone: dropping its inside would leave no
-    valid attribute.
-    """
-    a = batch.a
-    opens = np.flatnonzero(a == _OPEN_PAREN)
-    shuts = np.flatnonzero(a == _CLOSE_PAREN)
-    # The last `(` before each `)` (not before the file), and whether a `)` comes between.
-    k = np.searchsorted(opens, closes) - 1
-    opened = np.where(k >= 0, opens[np.maximum(k, 0)], -1)
-    opened[opened < floor] = -1
-    between = np.searchsorted(shuts, opened, side="right")
-    nested = np.flatnonzero(
-        (opened >= 0) & (shuts[np.minimum(between, max(len(shuts) - 1, 0))] < closes)
-        if len(shuts)
-        else np.zeros(len(closes), dtype=bool)
-    )
-    if len(nested):
-        parens = np.sort(np.concatenate([opens, shuts]))
-        opened[nested] = _walk_back(a, closes[nested], floor[nested], (ls, le), parens)
-    found = opened >= 0
-    starts, ends = opened[found] + 1, closes[found]
-    inner = first_not_in(a, starts, ends, _BLANK)
-    simple = (inner >= ends) | (a[np.minimum(inner, len(a) - 1)] != _OPEN_PAREN)
-    return starts[simple], ends[simple]
-
-
-def _walk_back(a: U8, closes: I64, floor: I64, lexemes: Spans, parens: I64) -> I64:
-    """The `(` matching each `)` at `closes`, or -1: parentheses counted outside lexemes.
-
-    Walks from parenthesis to parenthesis (`parens`: every one in the batch, in order), not
-    byte by byte: a walk takes as many steps as its group holds parentheses, not bytes.
-    """
-    opened = np.full(len(closes), -1, dtype=np.int64)
-    ls, le = lexemes
-    if not len(ls):
-        ls = le = np.full(1, -1, dtype=np.int64)
-    at = np.searchsorted(parens, closes) - 1
-    depth = np.ones(len(closes), dtype=np.int64)
-    todo = np.arange(len(closes), dtype=np.int64)
-    while len(todo):
-        i = at[todo]
-        alive = i >= 0
-        alive[alive] = parens[i[alive]] >= floor[todo[alive]]
-        todo, i = todo[alive], i[alive]
-        pos = parens[i]
-        k = np.searchsorted(ls, pos, side="right") - 1
-        counted = (k < 0) | (pos >= le[np.maximum(k, 0)])
-        byte = a[pos]
-        depth[todo] += counted & (byte == _CLOSE_PAREN)
-        depth[todo] -= counted & (byte == _OPEN_PAREN)
-        done = depth[todo] == 0
-        opened[todo[done]] = pos[done]
-        todo = todo[~done]
-        at[todo] -= 1
-    return opened
-
-
 def _segments(
     n: int, drops: Sequence[Spans], keeps: Spans, vetoes: Spans, *cuts: I64
 ) -> tuple[I64, I64, Mask]:
@@ -315,65 +234,65 @@ def _segments(
 
 
 def c_outlines(files: Sequence[bytes]) -> Outlined:
-    """The outlines of C or C++ files (None for a file whose braces do not balance)."""
-    batch = _Batch(files)
-    a = batch.a
-    ls, le = c_lexemes(a, batch.starts, batch.ends)
+    """The outlines of C or C++ files (None for a file whose braces do not balance).
+
+    Found in one compiled pass per file (`outline_kernels.c_outlined`): its braces paired,
+    the bodies and initialisers they open, the parameters of those functions and the
+    statements that declare nothing, each a span that goes, beside the comments and
+    directives. Function-like macros keep their head, the first byte of their body and the
+    backslash-newline of every continued line: `#define F(a) d \\ \\` parses as the same
+    definition on the same rows.
+    """
+    from worker.index.analysis.outline_kernels import c_outlined
+
+    data = b"\n".join(files)
+    a = np.frombuffer(data, dtype=np.uint8)
+    sizes = np.fromiter(map(len, files), dtype=np.int64, count=len(files))
+    starts = np.zeros(len(files), dtype=np.int64)
+    np.cumsum(sizes[:-1] + 1, out=starts[1:])
+    ends = starts + sizes
+    ls, le = c_lexemes(a, starts, ends)
     first = a[ls]
     is_string = (first == 34) | (first == 39)
-    # Function-like macros keep their head, the first byte of their body and the
-    # backslash-newline of every continued line: `#define F(a) d \\ \\` parses as the same
-    # definition on the same rows.
-    hs, he = batch.matches_at(
-        _C_MACRO_HEAD, _function_like(a, ls[first == _HASH], le[first == _HASH])
-    )
-    ms, me = hs, le[_in_sorted(ls, hs)]
+    hs = _function_like(a, ls[first == _HASH], le[first == _HASH])
+    hs, he = _matches_at(data, _C_MACRO_HEAD, hs, ends[np.searchsorted(starts, hs, "right") - 1])
+    me = le[_in_sorted(ls, hs)]
     body = first_not_in(a, he, me, _MACRO_FILLER)
-    has_body = body < me
-    continued = batch.newlines[inside(batch.newlines, ms, me)]
-    keeps: Spans = (
-        np.concatenate([hs, body[has_body], continued - 1]),
-        np.concatenate([he, body[has_body] + 1, continued + 1]),
+    text, text_at, rows, rows_at, ok = c_outlined(
+        a,
+        starts,
+        ends,
+        (ls, le, is_string),
+        (hs, he, body, me),
     )
-    pos = batch.structure(b"{};", ls, le)
-    ch = a[pos]
-    is_open = ch == _OPEN
-    is_close = ch == _CLOSE
-    depth, fid = batch.balanced(pos, is_open.astype(np.int64) - is_close)
-    good = batch.ok[fid]
-    pos, ch, is_open, is_close = pos[good], ch[good], is_open[good], is_close[good]
-    depth, fid = depth[good], fid[good]
-    # Pair braces: at one nesting level of a balanced file, opens and closes alternate.
-    braces = np.flatnonzero(is_open | is_close)
-    level = (depth - is_open)[braces]
-    order = braces[np.argsort(level, kind="stable")]
-    open_at, close_at = pos[order[0::2]], pos[order[1::2]]
-    floor = batch.starts[fid[order[0::2]]]
-    before_byte, before_at = _previous_significant(
-        a, open_at, floor, ls[~is_string], le[~is_string]
-    )
-    elide = _C_ELIDE_AFTER[before_byte]
-    elided: Spans = (open_at[elide] + 1, close_at[elide])
-    # The parameters of an elided function (the last group before its body) go too.
-    function = elide & (before_byte == _CLOSE_PAREN)
-    parameters = _parameter_lists(batch, before_at[function], floor[function], ls, le)
-    # A statement ending in `;` right after `;`, `{` or its file's start declares nothing a
-    # definition needs (prototypes, variables, fields, macro calls): drop it. After `}` it is
-    # the tail of a struct or an initialiser (`} name;`): keep it.
-    semi = np.flatnonzero(ch == _SEMI)
-    before = semi - 1
-    at_start = (before < 0) | (fid[np.maximum(before, 0)] != fid[semi])
-    dead = at_start | (ch[np.maximum(before, 0)] != _CLOSE)
-    statements: Spans = (
-        np.where(at_start, batch.starts[fid[semi]], pos[np.maximum(before, 0)] + 1)[dead],
-        pos[semi[dead]] + 1,
-    )
-    # Directives go, but for the heads of function-like macros (outside elided bodies).
-    dropped = ~is_string
-    outlines = batch.outlines(
-        [(ls[dropped], le[dropped]), elided, statements, parameters], keeps, elided
-    )
-    return Outlined(outlines, ls, le)
+    return Outlined(_split(text.tobytes(), text_at, rows, rows_at, ok), ls, le)
+
+
+def _matches_at(data: bytes, pattern: re.Pattern[bytes], at: I64, ends: I64) -> Spans:
+    """[start, end) of the match of `pattern` at each position where it matches before the
+    position's `ends`."""
+    match = pattern.match
+    spans = np.fromiter(
+        (
+            x
+            for start, end in zip(at.tolist(), ends.tolist(), strict=True)
+            if (found := match(data, start, end)) is not None
+            for x in found.span()
+        ),
+        dtype=np.int64,
+    ).reshape(-1, 2)
+    return spans[:, 0].copy(), spans[:, 1].copy()
+
+
+def _split(raw: bytes, text_at: I64, rows: I64, rows_at: I64, ok: Mask) -> list[Outline | None]:
+    """Each file's outline, from the outlines joined (None where `ok` says there is none)."""
+    starts, rows_starts = text_at.tolist(), rows_at.tolist()
+    return [
+        Outline(raw[starts[i] : starts[i + 1]], rows[rows_starts[i] : rows_starts[i + 1]])
+        if good
+        else None
+        for i, good in enumerate(ok.tolist())
+    ]
 
 
 def first_not_in(a: U8, starts: I64, ends: I64, skip: Mask) -> I64:

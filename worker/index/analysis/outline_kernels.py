@@ -60,3 +60,243 @@ def assembled(a: Any, newlines: Any, segments: Any, files: Any) -> Any:
     text_at[n_files] = out
     rows_at[n_files] = n_rows
     return text[:out], text_at, rows[:n_rows].copy(), rows_at
+
+
+_OPEN, _CLOSE, _SEMI = 123, 125, 59
+_OPEN_PAREN, _CLOSE_PAREN, _EQUALS = 40, 41, 61
+
+
+@_compiled(inline="always")
+def _is_blank(byte: int) -> bool:
+    return byte in (0x20, 0x09, 0x0A, 0x0D, 0x0C, 0x0B)
+
+
+@_compiled()
+def _parameters_open(  # noqa: PLR0917 (numba compiles positional parameters only)
+    a: Any, close: int, floor: int, cursor: Any, lexemes: Any, lexeme: int, first_lexeme: int
+) -> int:
+    # The `(` whose group ends at the `)` at `close` (none before `floor`), or -1. Most
+    # groups hold no parenthesis: their `(` is the last one before the `)`, whatever it is
+    # in. The others are walked back, counting the parentheses outside lexemes (`lexeme`
+    # is the last that starts before `close`). `cursor` holds how far the bytes were read
+    # for the last call (closes come in ascending order), the last `(` and `)` there.
+    at, last_open, last_shut = cursor[0], cursor[1], cursor[2]
+    while at < close:
+        if a[at] == _OPEN_PAREN:
+            last_open = at
+        elif a[at] == _CLOSE_PAREN:
+            last_shut = at
+        at += 1
+    cursor[0], cursor[1], cursor[2] = at, last_open, last_shut
+    if last_open < 0 or last_shut < last_open:
+        return int(last_open)
+    ls, le, _ = lexemes
+    depth = 1
+    q = close - 1
+    while q >= floor:
+        while lexeme >= first_lexeme and ls[lexeme] > q:
+            lexeme -= 1
+        if lexeme >= first_lexeme and q < le[lexeme]:
+            q = ls[lexeme] - 1
+            continue
+        if a[q] == _CLOSE_PAREN:
+            depth += 1
+        elif a[q] == _OPEN_PAREN:
+            depth -= 1
+            if depth == 0:
+                return q
+        q -= 1
+    return -1
+
+
+@_compiled(inline="always")
+def _span(counts: Any, marks: Any, start: int, end: int) -> None:
+    counts[start] += 1
+    counts[end] -= 1
+    marks[start] = True
+    marks[end] = True
+
+
+@_compiled(inline="always")
+def _before(  # noqa: PLR0917 (numba compiles positional parameters only)
+    a: Any, at: int, floor: int, lexemes: Any, lexeme: int, first_lexeme: int
+) -> int:
+    # Where the last byte before `at` (not before `floor`) is that is not blank and not in
+    # a comment or directive (strings count), or -1. `lexeme` is the last lexeme that starts
+    # before `at`.
+    ls, le, is_string = lexemes
+    q = at - 1
+    while q >= floor:
+        while lexeme >= first_lexeme and ls[lexeme] > q:
+            lexeme -= 1
+        if lexeme >= first_lexeme and q < le[lexeme] and not is_string[lexeme]:
+            q = ls[lexeme] - 1
+            continue
+        if not _is_blank(a[q]):
+            return q
+        q -= 1
+    return -1
+
+
+@_compiled(nogil=True)
+def c_outlined(  # noqa: PLR0915 (one pass over each file)
+    a: Any,
+    file_starts: Any,
+    file_ends: Any,
+    lexemes: Any,
+    macros: Any,
+) -> Any:
+    # The outline of each C or C++ file [file_starts[f], file_ends[f]) of `a`: see
+    # `outline.c_outlines` for what goes. `lexemes` are (starts, ends, is_string) of every
+    # lexeme, in order; `macros` the (head starts, head ends, body starts, ends) of the
+    # function-like macros' directives (the body is where their first byte after the head
+    # is, or the end).
+    #
+    # Each span that goes (or stays, or vetoes staying) adds one to a count where it starts
+    # and takes it back where it ends, and marks both places; a byte goes when a drop
+    # covers it, unless a keep does and no veto. Runs that go become one separator each,
+    # b"\n" when they held one.
+    #
+    # Returns the outlines joined, where each starts (and the end), the file row of every
+    # outline row joined, where each file's rows start, and whose braces balanced.
+    ls, le, is_string = lexemes
+    heads, head_ends, bodies, macro_ends = macros
+    n_files = len(file_starts)
+    longest = 0
+    for f in range(n_files):
+        longest = max(longest, file_ends[f] - file_starts[f])
+    counts = np.zeros((3, longest + 1), np.int32)
+    drop, keep, veto = counts[0], counts[1], counts[2]
+    marks = np.zeros(longest + 1, np.bool_)
+    stack = np.empty(longest + 1, np.int64)
+    elides = np.empty(longest + 1, np.bool_)
+    text = np.empty(len(a), np.uint8)
+    text_at = np.empty(n_files + 1, np.int64)
+    rows = np.empty(len(a) + n_files, np.int64)
+    rows_at = np.empty(n_files + 1, np.int64)
+    ok = np.ones(n_files, np.bool_)
+    cursor = np.empty(3, np.int64)
+    out, n_rows, k, m = 0, 0, 0, 0
+    for f in range(n_files):
+        fs, fe = file_starts[f], file_ends[f]
+        size = fe - fs
+        while k < len(ls) and ls[k] < fs:
+            k += 1
+        first_lexeme = k
+        while k < len(ls) and ls[k] < fe:
+            if not is_string[k]:
+                _span(drop, marks, ls[k] - fs, le[k] - fs)
+            k += 1
+        end_lexeme = k
+        # A function-like macro keeps its head, the first byte of its body and the
+        # backslash-newline of every continued line.
+        while m < len(heads) and heads[m] < fe:
+            _span(keep, marks, heads[m] - fs, head_ends[m] - fs)
+            if bodies[m] < macro_ends[m]:
+                _span(keep, marks, bodies[m] - fs, bodies[m] + 1 - fs)
+            for at in range(heads[m], macro_ends[m]):
+                if a[at] == _NEWLINE:
+                    _span(keep, marks, at - 1 - fs, at + 1 - fs)
+            m += 1
+        # Braces and semicolons outside lexemes, in order.
+        depth = 0
+        cursor[0], cursor[1], cursor[2] = fs, -1, -1
+        last_struct, last_struct_at = 0, -1
+        j = first_lexeme
+        at = fs
+        while at < fe:
+            stop = ls[j] if j < end_lexeme else fe
+            while at < stop:
+                byte = a[at]
+                if byte not in (_OPEN, _CLOSE, _SEMI):
+                    at += 1
+                    continue
+                if byte == _OPEN:
+                    before = _before(a, at, fs, lexemes, j - 1, first_lexeme)
+                    before_byte = a[before] if before >= 0 else 0
+                    elide = before_byte in (_CLOSE_PAREN, _EQUALS)
+                    stack[depth] = at
+                    elides[depth] = elide
+                    depth += 1
+                    if before_byte == _CLOSE_PAREN:
+                        # The parameters of an elided function go too.
+                        opened = _parameters_open(
+                            a, before, fs, cursor, lexemes, j - 1, first_lexeme
+                        )
+                        if opened >= 0:
+                            inner = opened + 1
+                            while inner < before and _is_blank(a[inner]):
+                                inner += 1
+                            # Not `__attribute__((x))`: without its inside it is no
+                            # attribute.
+                            if inner >= before or a[inner] != _OPEN_PAREN:
+                                _span(drop, marks, opened + 1 - fs, before - fs)
+                elif byte == _CLOSE:
+                    if depth == 0:
+                        ok[f] = False
+                        at = fe
+                        break
+                    depth -= 1
+                    if elides[depth]:
+                        _span(drop, marks, stack[depth] + 1 - fs, at - fs)
+                        _span(veto, marks, stack[depth] + 1 - fs, at - fs)
+                # A statement ending in `;` right after `;`, `{` or the file's start
+                # declares nothing a definition needs; after `}` it is the tail of a
+                # struct or an initialiser (`} name;`).
+                elif last_struct_at < 0:
+                    _span(drop, marks, 0, at + 1 - fs)
+                elif last_struct != _CLOSE:
+                    _span(drop, marks, last_struct_at + 1 - fs, at + 1 - fs)
+                last_struct, last_struct_at = byte, at
+                at += 1
+            if j < end_lexeme and at < fe:
+                at = max(le[j], at + 1)
+                j += 1
+        if depth != 0:
+            ok[f] = False
+        text_at[f] = out
+        rows_at[f] = n_rows
+        if ok[f]:
+            rows[n_rows] = 0
+            n_rows += 1
+        row = run = 0
+        dropping = False
+        d = kept = vetoed = 0
+        i = 0
+        while i <= size:
+            while i < size and not marks[i]:
+                i += 1
+            d += drop[i]
+            kept += keep[i]
+            vetoed += veto[i]
+            drop[i] = keep[i] = veto[i] = 0
+            marks[i] = False
+            goes = d > 0 and not (kept > 0 and vetoed == 0)
+            if (goes == dropping and i < size) or not ok[f]:
+                i += 1
+                continue
+            # The run [run, i) ends: its rows start at each line break it holds, but a run
+            # that goes holds one at most.
+            held = 0
+            for q in range(fs + run, fs + i):
+                held += a[q] == _NEWLINE
+            if dropping:
+                text[out] = _NEWLINE if held else _SPACE
+                out += 1
+                if held:
+                    row += held - 1
+                    held = 1
+            else:
+                for q in range(i - run):
+                    text[out + q] = a[fs + run + q]
+                out += i - run
+            for _ in range(held):
+                row += 1
+                rows[n_rows] = row
+                n_rows += 1
+            run = i
+            dropping = goes
+            i += 1
+    text_at[n_files] = out
+    rows_at[n_files] = n_rows
+    return text[:out], text_at, rows[:n_rows].copy(), rows_at, ok

@@ -104,6 +104,14 @@ def test_c_outline_drops_bodies_keeps_rows() -> None:
     assert rows[-1] <= C_SOURCE.count(b"\n")
 
 
+def test_c_body_after_unmatched_parenthesis_still_goes() -> None:
+    """A body after a `)` with no `(` before it loses its inside and keeps its rows."""
+    outline = c_outlines([b"x)\n{\n\ta();\n}\nint y;\n"]).outlines[0]
+    assert outline is not None
+    assert b"a()" not in outline.text
+    assert outline.rows.tolist() == [0, 1, 3, 4, 5]
+
+
 def test_c_unbalanced_braces_have_no_outline() -> None:
     """A file whose braces do not balance is parsed whole."""
     assert c_outlines([b"int f(void) {\n", b"int g(void) { }\n"]).outlines[0] is None
@@ -252,6 +260,9 @@ C_ITEMS = [
     "enum e{n} {{ A{n}, B{n} }};\n",
     "typedef struct {{ int q; }} td{n};\n",
     'const char *s{n} = "{{";\n',
+    "int h{n}(void (*cb)(int), int x)\n{{\n\treturn x;\n}}\n",
+    "int c{n}(int a) /* ( */\n{{\n\treturn a;\n}}\n",
+    "static int w{n}(char *s /* ) */, int (*f)(void)) {{ return f(); }}\n",
 ]
 
 
