@@ -44,8 +44,8 @@ from worker.config import ServerConfig
 from worker.index.analysis.segment_builder import BATCH_BYTES, is_indexable
 from worker.index.analysis.trigrams import TrigramCollector
 from worker.index.store.blob_places import missing_blobs
-from worker.index.store.build import blob_sources
 from worker.index.store.segment import write_table
+from worker.index.store.shared_runs import blob_sources
 from worker.index.store.tree_listing import tree_blobs, tree_changes
 from worker.mirror.sync import Mirror
 from worker.repos.layout import CacheLayout

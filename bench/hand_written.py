@@ -27,7 +27,7 @@ from bench.corpora import DEFAULT_WORK, prepare
 from worker.index.analysis import chunking
 from worker.index.analysis.segment_builder import SegmentBuilder
 from worker.index.store.blob_places import missing_blobs
-from worker.index.store.build import blob_sources
+from worker.index.store.shared_runs import blob_sources
 from worker.index.store.tree_listing import tree_blobs
 
 THRESHOLD = 1.5

@@ -35,8 +35,9 @@ import pygit2
 from worker.index import IndexStore, build_commit_index
 from worker.index.analysis.segment_builder import SegmentBuilder, is_indexable
 from worker.index.store.blob_places import missing_blobs
-from worker.index.store.build import blob_sources, repo_index_dir
+from worker.index.store.build import repo_index_dir
 from worker.index.store.graph_tables import read_carried, write_graph
+from worker.index.store.shared_runs import blob_sources
 from worker.index.store.tree_listing import tree_blobs
 from worker.index.views.graph.build import build_graph
 

@@ -47,8 +47,8 @@ from worker.index import build_commit_index, start_build_workers, wait_for_build
 from worker.index.analysis.segment_builder import SegmentBuilder
 from worker.index.store import build_workers
 from worker.index.store.blob_places import missing_blobs
-from worker.index.store.build import blob_sources
 from worker.index.store.commit_view import build_commit_tables, read_manifest
+from worker.index.store.shared_runs import blob_sources
 from worker.index.store.tree_listing import tree_blobs
 
 PROJECT_ROOT: Final = Path(__file__).resolve().parent.parent

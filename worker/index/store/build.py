@@ -17,21 +17,16 @@ when there is no stored commit to start from, or when segments are folded.
 
 from __future__ import annotations
 
-import bisect
 import re
-import resource
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
-import numpy as np
-import numpy.typing as npt
 import pygit2
 import structlog
 
-from worker.index.analysis.segment_builder import BlobSource, SegmentBuilder, SegmentTables
+from worker.index.analysis.segment_builder import SegmentBuilder, SegmentTables
 from worker.index.store import build_workers
 from worker.index.store.blob_places import blob_locations, missing_blobs
 from worker.index.store.carried_view import Carried, StoredView, carry
@@ -50,16 +45,14 @@ from worker.index.store.segment import (
     segment_id,
     write_segment,
 )
+from worker.index.store.shared_runs import BlobList, analyse_runs, blob_sources
 from worker.index.store.tree_listing import tree_blobs
 
 log = structlog.get_logger(__name__)
-_OID_BYTES: Final = 20
 MAX_SEGMENTS: Final = 8
 MIN_BLOBS_PER_WORKER: Final = 2000
 STEAL_BYTES: Final = 4 << 20
 """Bytes of blobs a build worker takes from the shared list at a time, at most."""
-MIN_STEAL_BYTES: Final = 256 << 10
-"""Fewer blobs are read through libgit2: opening the pack indexes would cost more."""
 _REPO_ID = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
@@ -91,26 +84,6 @@ def newest_view(index_dir: Path) -> StoredView | None:
     return None
 
 
-def blob_sources(
-    repo: pygit2.Repository,
-    items: Sequence[tuple[str, bytes]],
-    max_blob_bytes: int,
-    sizes: Sequence[int] | None = None,
-) -> Iterator[BlobSource]:
-    """The blobs' bytes from libgit2's object database; an oversized blob's size only.
-
-    `sizes`, when the caller read them already, spare a header read per blob.
-    """
-    odb = repo.odb
-    for i, (path, oid) in enumerate(items):
-        key = pygit2.Oid(raw=oid)
-        size = odb.read_header(key)[1] if sizes is None else sizes[i]
-        if size > max_blob_bytes:
-            yield BlobSource(oid, path, b"", size)
-        else:
-            yield BlobSource(oid, path, odb.read(key)[1])
-
-
 def analyse(
     repo: pygit2.Repository,
     items: Sequence[tuple[str, bytes]],
@@ -121,118 +94,6 @@ def analyse(
     builder = SegmentBuilder(max_blob_bytes, check_deadline=check_deadline)
     builder.add(blob_sources(repo, items, max_blob_bytes), total=len(items))
     return segment_id([oid for _, oid in items]), builder.tables()
-
-
-def _take(ends: Sequence[int], size: int, n_workers: int) -> tuple[int, int]:
-    """The next run of blobs for this worker: [start, stop).
-
-    About `size` bytes, less near the end (a share of what is left, down to MIN_STEAL_BYTES):
-    the last runs are small, so the workers finish together.
-    """
-    next_item = build_workers.next_item()
-    with next_item.get_lock():
-        start = next_item.value
-        if start >= len(ends):
-            return start, start
-        done = ends[start - 1] if start else 0
-        size = max(MIN_STEAL_BYTES, min(size, (ends[-1] - done) // (2 * n_workers)))
-        stop = bisect.bisect_right(ends, done + size, start)
-        stop = max(stop, start + 1)
-        next_item.value = stop
-    return start, stop
-
-
-@dataclass(frozen=True, slots=True)
-class _BlobList:
-    """The (path, oid) list every build worker takes runs from, and the running total of
-    the blobs' weights, in a form that pickles as a few buffers.
-
-    A list of 78k (path, oid) tuples took 0.07 s to pickle per worker and as long to load.
-    """
-
-    paths: str
-    """The paths joined by NUL (which no git path holds)."""
-    oids: bytes
-    sizes: npt.NDArray[np.int64]
-    ends: npt.NDArray[np.int64]
-
-    @classmethod
-    def of(
-        cls, items: Sequence[tuple[str, bytes]], sizes: Sequence[int], max_blob_bytes: int
-    ) -> _BlobList:
-        """The packed form of `items`, their sizes and the running total of their weights:
-        a blob's size, or 0 for one too large to analyse (it costs nothing)."""
-        size_array = np.asarray(sizes, dtype=np.int64)
-        return cls(
-            "\0".join(path for path, _ in items),
-            b"".join(oid for _, oid in items),
-            size_array,
-            np.cumsum(np.where(size_array <= max_blob_bytes, size_array, 0)),
-        )
-
-    def items(self) -> list[tuple[str, bytes]]:
-        """The (path, oid) list again."""
-        oids = self.oids
-        if not oids:
-            return []
-        return list(
-            zip(
-                self.paths.split("\0"),
-                (oids[i : i + _OID_BYTES] for i in range(0, len(oids), _OID_BYTES)),
-                strict=True,
-            )
-        )
-
-
-def _analyse_shared(
-    repo_path: str,
-    blob_list: _BlobList,
-    max_blob_bytes: int,
-    *,
-    segments_dir: str,
-    take_bytes: int,
-    n_workers: int,
-) -> str | None:
-    """Worker: analyse runs of blobs taken from the shared list until none is left; write
-    what it took as one segment (None if it took nothing)."""
-    started = time.perf_counter()
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    items = blob_list.items()
-    ends = blob_list.ends.tolist()
-    sizes = blob_list.sizes.tolist()
-    repo = pygit2.Repository(repo_path)
-    taken: list[tuple[str, bytes]] = []
-    builder = SegmentBuilder(max_blob_bytes)
-    # Each run is analysed before the next is taken: gathered into the builder's batches,
-    # runs taken near the end would wait behind others while the other worker idles.
-    while True:
-        start, stop = _take(ends, take_bytes, n_workers)
-        if start >= stop:
-            break
-        taken.extend(items[start:stop])
-        builder.add(blob_sources(repo, items[start:stop], max_blob_bytes, sizes[start:stop]))
-    if not taken:
-        return None
-    seg_id = segment_id([oid for _, oid in taken])
-    tables = builder.tables()
-    writing = time.perf_counter()
-    write_segment(Path(segments_dir), seg_id, tables)
-    used = resource.getrusage(resource.RUSAGE_SELF)
-    log.info(
-        "search.index.worker",
-        blobs=len(taken),
-        mb_analysed=round(builder.bytes_analysed / 1e6, 1),
-        seconds=round(time.perf_counter() - started, 2),
-        phases={k: round(v, 2) for k, v in builder.phase_seconds.items()},
-        write_seconds=round(time.perf_counter() - writing, 2),
-        cpu_seconds={
-            "user": round(used.ru_utime - usage.ru_utime, 2),
-            "system": round(used.ru_stime - usage.ru_stime, 2),
-        },
-        page_faults=used.ru_minflt - usage.ru_minflt,
-        peak_rss_mb=used.ru_maxrss >> 10,
-    )
-    return seg_id
 
 
 def _live_segments(
@@ -375,12 +236,12 @@ def _analyse_missing(
     # each run costs; an oversized blob counts for nothing (it is not analysed).
     odb = repo.odb
     sizes = [odb.read_header(pygit2.Oid(raw=oid))[1] for _, oid in missing]
-    blob_list = _BlobList.of(missing, sizes, max_blob_bytes)
+    blob_list = BlobList.of(missing, sizes, max_blob_bytes)
     pool = build_workers.build_pool(n_workers)
     try:
         futures = [
             pool.executor.submit(
-                _analyse_shared,
+                analyse_runs,
                 repo.path,
                 blob_list,
                 max_blob_bytes,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import shutil
@@ -14,15 +13,13 @@ from typing import cast
 
 import pygit2
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 from tests.worker.index.conftest import RepoFactory, handler_files
 from worker.errors import Timeout
 from worker.index import CommitIndex, IndexStore, SearchHit, build_commit_index
 from worker.index.analysis.segment_builder import BlobSource, SegmentBuilder
-from worker.index.store import blob_places, build_workers
+from worker.index.store import blob_places
 from worker.index.store import build as build_module
 from worker.index.store.commit_view import CommitTables, read_commit_tables, read_manifest
 from worker.index.store.segment import Segment, release_mapped_pages, segment_id
@@ -505,47 +502,6 @@ def test_workers_share_the_blobs_and_agree_with_one_process(
         assert [(h.path, h.start_line, h.end_line) for h in got] == [
             (h.path, h.start_line, h.end_line) for h in want
         ]
-
-
-def test_workers_take_runs_that_shrink_towards_the_end(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Runs are STEAL_BYTES while much is left, a share of the rest near the end, and every
-    blob is taken exactly once."""
-    import itertools
-    import multiprocessing
-
-    sizes = [64 << 10] * 1000  # 64 MB of 64 KB blobs
-    ends = list(itertools.accumulate(sizes))
-    monkeypatch.setitem(build_workers._shared, "next", multiprocessing.get_context().Value("q", 0))
-    runs = []
-    while True:
-        start, stop = build_module._take(ends, build_module.STEAL_BYTES, 2)
-        if start >= stop:
-            break
-        runs.append((start, stop))
-    assert [i for a, b in runs for i in range(a, b)] == list(range(1000))
-    run_bytes = [sum(sizes[a:b]) for a, b in runs]
-    assert run_bytes[0] == build_module.STEAL_BYTES
-    assert run_bytes[-1] <= build_module.MIN_STEAL_BYTES
-    assert run_bytes == sorted(run_bytes, reverse=True)
-
-
-@given(
-    st.lists(
-        st.tuples(
-            st.text(st.characters(blacklist_characters="\0"), min_size=1),
-            st.binary(min_size=20, max_size=20),
-        ),
-        max_size=50,
-    )
-)
-def test_blob_list_gives_back_the_same_paths_and_oids(items: list[tuple[str, bytes]]) -> None:
-    """The build workers' packed blob list unpacks to exactly the (path, oid) pairs it got,
-    with their sizes, and weighs a blob too large to analyse as nothing."""
-    sizes = [(i * 7) % 12 for i in range(len(items))]
-    blob_list = build_module._BlobList.of(items, sizes, 10)
-    assert blob_list.items() == items
-    assert blob_list.sizes.tolist() == sizes
-    assert blob_list.ends.tolist() == list(itertools.accumulate(s if s <= 10 else 0 for s in sizes))
 
 
 def test_blob_locations_first_segment_wins() -> None:
