@@ -12,8 +12,9 @@ row in the file, so a node's span maps to exact file lines.
 
 The parser still finds every definition and its span; the outline only decides what it
 need not read. A file the scan cannot follow (unbalanced braces or brackets, tabs in Python
-indentation) gets no outline and is parsed whole. Files are outlined in batches: one numpy
-pass over many files costs what a pass over one costs in call overhead.
+indentation) gets no outline and is parsed whole. Files are outlined in batches: C and C++
+by one compiled pass over each file, Python by numpy passes over the whole batch (one pass
+over many files costs what a pass over one costs in call overhead).
 
 Hand-written (with `lexers`) beside tree-sitter parsing whole files, and kept because whole
 builds are 1.7x (Django) and 2.2x (Linux) faster with it: `python -m bench.hand_written`.
