@@ -31,7 +31,8 @@ from worker.index.analysis.definitions import (
 )
 from worker.index.analysis.grammars import PARSED_LANGUAGES, comment_prefixes
 from worker.index.analysis.lexers import BatchLexemes, moved_to_batch
-from worker.index.analysis.outline import Outline, c_outlines, first_not_in, python_outlines
+from worker.index.analysis.outline import Outline, c_outlines, first_not_in
+from worker.index.analysis.python_outline import python_outlines
 
 MAX_CHUNK_LINES: Final = 150
 """A longer definition is cut into windows: one hit should not be a 2,000-line function."""

@@ -23,7 +23,8 @@ from worker.index.analysis.lexers import (
     c_lexemes,
     python_lexemes,
 )
-from worker.index.analysis.outline import c_outlines, first_not_in, python_outlines
+from worker.index.analysis.outline import c_outlines, first_not_in
+from worker.index.analysis.python_outline import python_outlines
 
 Flat = list[tuple[int, int, str, str]]
 Lexer = Callable[[Any, Any, Any], tuple[Any, Any]]
