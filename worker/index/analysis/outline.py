@@ -75,6 +75,14 @@ class Outlined:
     lexeme_ends: I64
 
 
+def joined(files: Sequence[bytes]) -> tuple[bytes, I64, I64]:
+    """The files joined by b"\\n", and where each starts and ends in the join."""
+    sizes = np.fromiter(map(len, files), dtype=np.int64, count=len(files))
+    starts = np.zeros(len(files), dtype=np.int64)
+    np.cumsum(sizes[:-1] + 1, out=starts[1:])
+    return b"\n".join(files), starts, starts + sizes
+
+
 def c_outlines(files: Sequence[bytes]) -> Outlined:
     """The outlines of C or C++ files (None for a file whose braces do not balance).
 
@@ -87,12 +95,8 @@ def c_outlines(files: Sequence[bytes]) -> Outlined:
     """
     from worker.index.analysis.outline_kernels import c_outlined
 
-    data = b"\n".join(files)
+    data, starts, ends = joined(files)
     a = np.frombuffer(data, dtype=np.uint8)
-    sizes = np.fromiter(map(len, files), dtype=np.int64, count=len(files))
-    starts = np.zeros(len(files), dtype=np.int64)
-    np.cumsum(sizes[:-1] + 1, out=starts[1:])
-    ends = starts + sizes
     ls, le = c_lexemes(a, starts, ends)
     first = a[ls]
     is_string = (first == 34) | (first == 39)

@@ -71,6 +71,21 @@ def _is_blank(byte: int) -> bool:
     return byte in (0x20, 0x09, 0x0A, 0x0D, 0x0C, 0x0B)
 
 
+@_compiled(inline="always")
+def _outside(q: int, lexemes: Any, lexeme: int, first_lexeme: int, strings: bool) -> Any:
+    # The last position at or before `q` in no comment or directive (nor string, with
+    # `strings`), -1 past the start, and the last lexeme that starts at or before it:
+    # `lexeme` is one that starts at or before `q` (or before `first_lexeme`: none).
+    ls, le, is_string = lexemes
+    while q >= 0:
+        while lexeme >= first_lexeme and ls[lexeme] > q:
+            lexeme -= 1
+        if lexeme < first_lexeme or q >= le[lexeme] or not (strings or not is_string[lexeme]):
+            break
+        q = ls[lexeme] - 1
+    return q, lexeme
+
+
 @_compiled()
 def _parameters_open(  # noqa: PLR0917 (numba compiles positional parameters only)
     a: Any, close: int, floor: int, cursor: Any, lexemes: Any, lexeme: int, first_lexeme: int
@@ -90,22 +105,16 @@ def _parameters_open(  # noqa: PLR0917 (numba compiles positional parameters onl
     cursor[0], cursor[1], cursor[2] = at, last_open, last_shut
     if last_open < 0 or last_shut < last_open:
         return int(last_open)
-    ls, le, _ = lexemes
     depth = 1
-    q = close - 1
+    q, lexeme = _outside(close - 1, lexemes, lexeme, first_lexeme, True)
     while q >= floor:
-        while lexeme >= first_lexeme and ls[lexeme] > q:
-            lexeme -= 1
-        if lexeme >= first_lexeme and q < le[lexeme]:
-            q = ls[lexeme] - 1
-            continue
         if a[q] == _CLOSE_PAREN:
             depth += 1
         elif a[q] == _OPEN_PAREN:
             depth -= 1
             if depth == 0:
-                return q
-        q -= 1
+                return int(q)
+        q, lexeme = _outside(q - 1, lexemes, lexeme, first_lexeme, True)
     return -1
 
 
@@ -124,17 +133,11 @@ def _before(  # noqa: PLR0917 (numba compiles positional parameters only)
     # Where the last byte before `at` (not before `floor`) is that is not blank and not in
     # a comment or directive (strings count), or -1. `lexeme` is the last lexeme that starts
     # before `at`.
-    ls, le, is_string = lexemes
-    q = at - 1
+    q, lexeme = _outside(at - 1, lexemes, lexeme, first_lexeme, False)
     while q >= floor:
-        while lexeme >= first_lexeme and ls[lexeme] > q:
-            lexeme -= 1
-        if lexeme >= first_lexeme and q < le[lexeme] and not is_string[lexeme]:
-            q = ls[lexeme] - 1
-            continue
         if not _is_blank(a[q]):
-            return q
-        q -= 1
+            return int(q)
+        q, lexeme = _outside(q - 1, lexemes, lexeme, first_lexeme, False)
     return -1
 
 

@@ -21,6 +21,7 @@ from worker.index.analysis.outline import (
     Outlined,
     byte_table,
     first_not_in,
+    joined,
     split_outlines,
 )
 
@@ -44,12 +45,8 @@ class _Batch:
     """Files joined by b"\\n" into one buffer, with the lookups every outline needs."""
 
     def __init__(self, files: Sequence[bytes]) -> None:
-        self.data = b"\n".join(files)
+        self.data, self.starts, self.ends = joined(files)
         self.a = np.frombuffer(self.data, dtype=np.uint8)
-        sizes = np.fromiter(map(len, files), dtype=np.int64, count=len(files))
-        self.starts = np.zeros(len(files), dtype=np.int64)
-        np.cumsum(sizes[:-1] + 1, out=self.starts[1:])
-        self.ends = self.starts + sizes
         self.newlines = np.flatnonzero(self.a == _NEWLINE)
         self.ok = np.ones(len(files), dtype=bool)
 
