@@ -23,7 +23,12 @@ import structlog
 from worker.config import Config, FollowedConfig, RepoEntry
 from worker.errors import ConfigError, RepoNotFound
 from worker.licenses.identify import TextLicense
-from worker.repos.layout import CacheLayout, MirrorState, trust_configured_repositories
+from worker.repos.layout import (
+    CacheLayout,
+    MirrorState,
+    read_mirrored_objects_unhashed,
+    trust_configured_repositories,
+)
 from worker.repos.registry import lookup_repo, not_mirrored, unknown_revision
 
 _HEX = re.compile(r"^[0-9a-f]{4,40}$")
@@ -56,6 +61,7 @@ class RepoCatalog:
         self, config: Config, layout: CacheLayout, *, config_file: Path | None = None
     ) -> None:
         trust_configured_repositories()
+        read_mirrored_objects_unhashed()
         self._config = FollowedConfig(config_file, config)
         self._config_checked = time.monotonic()
         self._config_lock = threading.Lock()

@@ -103,6 +103,19 @@ def trust_configured_repositories() -> None:
     pygit2.option(pygit2.enums.Option.SET_OWNER_VALIDATION, 0)
 
 
+def read_mirrored_objects_unhashed() -> None:
+    """Let libgit2 read objects without hashing each again to check its id, for this whole
+    process.
+
+    Every object in the cache was hashed once, when the mirror (its only writer) fetched it:
+    indexing a received pack computes each id from the content. git reads objects
+    unhashed too; libgit2's check would be a second SHA-1 of every byte a reader inflates
+    (most of reading a blob that is already in the page cache). A damaged pack still fails
+    zlib's own checksum.
+    """
+    pygit2.settings.enable_strict_hash_verification(False)
+
+
 class CacheLayout:
     """Paths inside one cache directory."""
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import threading
+import zlib
 from pathlib import Path
 
 import pygit2
+import pytest
 
 from tests.support.cache import SAMPLE_FILES, MirroredCache, SourceFactory
 from tests.support.gitrepos import commit, init_repo
@@ -54,6 +56,28 @@ def test_each_thread_gets_its_own_handle(cache: MirroredCache, make_source: Sour
     thread.join()
     assert catalog.open("acme/sample") is catalog.open("acme/sample")
     assert handles[0] is not catalog.open("acme/sample")
+
+
+def test_reads_the_cache_objects_without_hashing_them_again(
+    cache: MirroredCache, make_source: SourceFactory
+) -> None:
+    """Once a catalog is made, the cache's objects are read as stored: their ids, computed by
+    the mirror when it fetched them, are not checked again on every read."""
+    source, _ = make_source("sample")
+    cache.add("acme/sample", source)
+    repo_dir = cache.mirror.layout.repo_dir("acme/sample")
+    oid = pygit2.Repository(str(repo_dir)).create_blob(b"as fetched\n")
+    loose = repo_dir / "objects" / str(oid)[:2] / str(oid)[2:]
+    loose.chmod(0o644)
+    loose.write_bytes(zlib.compress(b"blob 11\x00as stored\n\n"))
+    pygit2.settings.enable_strict_hash_verification(True)
+    try:
+        with pytest.raises(pygit2.GitError, match="hash mismatch"):
+            pygit2.Repository(str(repo_dir)).odb.read(oid)
+        catalog = RepoCatalog(cache.config, cache.mirror.layout)
+        assert catalog.open("acme/sample").odb.read(oid)[1] == b"as stored\n\n"
+    finally:
+        pygit2.settings.enable_strict_hash_verification(True)
 
 
 def test_head_pins_the_mirrored_default_head(

@@ -27,12 +27,12 @@ from multiprocessing.synchronize import Barrier
 from types import BuiltinFunctionType, FunctionType, ModuleType
 from typing import Final
 
-import pygit2
 import structlog
 
 from worker.index.analysis.grammars import PARSED_LANGUAGES, grammar_of
 from worker.index.analysis.segment_builder import BlobSource, SegmentBuilder
 from worker.languages import EXTENSIONS
+from worker.repos.layout import read_mirrored_objects_unhashed
 
 log = structlog.get_logger(__name__)
 
@@ -120,17 +120,12 @@ def _start_worker(counter: Synchronized[int], gate: Barrier) -> None:
     barrier; blobs read without hashing them again; warmed up; what the fork server made left
     out of garbage collection.
 
-    libgit2 hashes every object it reads to check it against its id. Each object's id was
-    already computed from its content when the mirror (the only writer) fetched it: indexing
-    a received pack does that; a worker reads every blob of a build, and hashing them again
-    is much of its reading.
-
     A full collection walks every object the worker inherited (numpy, Arrow, the grammars)
     and writes to each, so the worker copies their pages: 30 to 55 ms of a one-second build,
     in the first list the worker made. Frozen, they are never walked.
     """
     _exit_with_parent()
-    pygit2.settings.enable_strict_hash_verification(False)
+    read_mirrored_objects_unhashed()
     _shared["next"] = counter
     _gate[:] = [gate]
     warm_up()
