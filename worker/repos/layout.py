@@ -108,10 +108,9 @@ def read_mirrored_objects_unhashed() -> None:
     process.
 
     Every object in the cache was hashed once, when the mirror (its only writer) fetched it:
-    indexing a received pack computes each id from the content. git reads objects
-    unhashed too; libgit2's check would be a second SHA-1 of every byte a reader inflates
-    (most of reading a blob that is already in the page cache). A damaged pack still fails
-    zlib's own checksum.
+    indexing a received pack computes each id from the content. git reads objects unhashed
+    too (its fsck checks them); libgit2's check would be a second SHA-1 of every byte a
+    reader inflates, much of reading a blob that is already in the page cache.
     """
     pygit2.settings.enable_strict_hash_verification(False)
 
