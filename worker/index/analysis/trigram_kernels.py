@@ -133,11 +133,16 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
 
 
 @_compiled(nogil=True)
-def by_trigram(codes: Any, owners: Any, work: Any) -> Any:
-    # A stable counting sort: each trigram's blobs stay in the order the pairs came in.
-    # `work` (one zeroed int32 per trigram) holds counts, then where each list is filled.
+def count_trigrams(codes: Any, work: Any) -> None:
+    # `work` holds one int32 per trigram: how many pairs have it, over every part counted.
     for i in range(len(codes)):
         work[codes[i]] += 1
+
+
+@_compiled(nogil=True)
+def trigram_lists(work: Any) -> Any:
+    # The trigrams counted in `work`, each with its list's start and length in the postings;
+    # `work` then holds where each list is to be filled from.
     distinct = 0
     for c in range(len(work)):
         if work[c]:
@@ -156,9 +161,14 @@ def by_trigram(codes: Any, owners: Any, work: Any) -> Any:
             work[c] = at
             at += n
             row += 1
-    postings = np.empty(len(codes), np.uint32)
+    return trigrams, start, count
+
+
+@_compiled(nogil=True)
+def place_owners(codes: Any, owners: Any, work: Any, postings: Any) -> None:
+    # A stable counting sort's last pass, one part at a time and parts in order: each
+    # trigram's blobs stay in the order the pairs came in.
     for i in range(len(codes)):
         c = codes[i]
         postings[work[c]] = owners[i]
         work[c] += 1
-    return trigrams, start, count, postings

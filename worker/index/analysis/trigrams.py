@@ -108,16 +108,32 @@ def trigrams_of(text: bytes) -> U32:
 
 
 def _tables(parts: list[tuple[U32, U32]], work: npt.NDArray[np.int32] | None) -> TrigramTables:
-    """The dictionary and postings of the pairs; `work` is scratch of TRIGRAM_SPACE int32,
-    or None when there are too few pairs to count them into every trigram."""
-    codes = np.concatenate([np.empty(0, np.uint32), *(c for c, _ in parts)])
-    owners = np.concatenate([np.empty(0, np.uint32), *(o for _, o in parts)])
+    """The dictionary and postings of the pairs in `parts`, which it empties; `work` is
+    scratch of TRIGRAM_SPACE int32, or None when there are too few pairs to count them into
+    every trigram."""
     if work is not None:
-        work.fill(0)
-        from worker.index.analysis.trigram_kernels import by_trigram
+        from worker.index.analysis.trigram_kernels import (
+            count_trigrams,
+            place_owners,
+            trigram_lists,
+        )
 
-        trigrams, start, count, postings = by_trigram(codes, owners, work)
+        # Counted and placed part by part, each let go once placed: a copy of all the pairs
+        # in one array would be a build worker's peak of memory.
+        work.fill(0)
+        for codes, _ in parts:
+            count_trigrams(codes, work)
+        trigrams, start, count = trigram_lists(work)
+        postings = np.empty(sum(len(codes) for codes, _ in parts), dtype=np.uint32)
+        parts.reverse()
+        while parts:
+            codes, owners = parts.pop()
+            place_owners(codes, owners, work, postings)
+            del codes, owners
     else:
+        codes = np.concatenate([np.empty(0, np.uint32), *(c for c, _ in parts)])
+        owners = np.concatenate([np.empty(0, np.uint32), *(o for _, o in parts)])
+        parts.clear()
         order = np.argsort(codes, kind="stable")
         postings = owners[order]
         ordered = codes[order]
@@ -225,5 +241,4 @@ class TrigramCollector:
         work = np.zeros(TRIGRAM_SPACE, dtype=np.int32) if many else None
         text = _tables(self._text, work)
         definitions = _tables(self._definitions, work)
-        self._text, self._definitions = [], []
         return text, definitions

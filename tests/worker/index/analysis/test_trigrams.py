@@ -88,15 +88,22 @@ def test_postings_list_exactly_the_blobs_holding_each_trigram(texts: list[bytes]
 
 
 def test_many_pairs_are_counted_into_the_same_lists(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A segment with many pairs, counted per trigram, gets the lists sorting would give."""
+    """A segment with many pairs, added in batches and counted per trigram, gets the lists
+    sorting would give."""
     texts = [bytes(range(i, 256)) * 3 + b"def x%d():" % i for i in range(40)]
-    sorted_way = TrigramCollector()
-    sorted_way.add(texts, list(range(len(texts))))
+    batches = [range(first, first + 10) for first in range(0, len(texts), 10)]
+
+    def tables() -> tuple[TrigramTables, TrigramTables]:
+        collector = TrigramCollector()
+        for batch in batches:
+            collector.add([texts[i] for i in batch], list(batch))
+        return collector.tables()
+
+    sorted_way = tables()
     monkeypatch.setattr(trigram_postings, "SMALL_PAIRS", 0)
-    counted_way = TrigramCollector()
-    counted_way.add(texts, list(range(len(texts))))
-    for a, b in zip(sorted_way.tables(), counted_way.tables(), strict=True):
-        assert lists_of(a) == lists_of(b)
+    counted_way = tables()
+    for a, b, definitions in zip(sorted_way, counted_way, (False, True), strict=True):
+        assert lists_of(a) == lists_of(b) == expected_lists(texts, definitions=definitions)
 
 
 def test_definition_lines_are_found_in_any_language() -> None:
