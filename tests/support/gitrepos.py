@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import zlib
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import pygit2
@@ -180,3 +182,23 @@ CAUSED AND ON ANY THEORY OF LIABILITY, WHETHER IN CONTRACT, STRICT LIABILITY,
 OR TORT (INCLUDING NEGLIGENCE OR OTHERWISE) ARISING IN ANY WAY OUT OF THE USE
 OF THIS SOFTWARE, EVEN IF ADVISED OF THE POSSIBILITY OF SUCH DAMAGE.
 """
+
+
+def rewrite_loose_object(repo: pygit2.Repository, oid: pygit2.Oid, stored: bytes) -> None:
+    """Replace what loose object `oid` holds with `stored` (its header and content), whatever
+    its id says."""
+    path = Path(repo.path) / "objects" / str(oid)[:2] / str(oid)[2:]
+    path.chmod(0o644)
+    path.write_bytes(zlib.compress(stored))
+
+
+@contextmanager
+def hashing_every_read() -> Iterator[None]:
+    """libgit2 checks each object it loads against its id, as it does by default, until the
+    block ends; after it, objects are read unhashed, as a process with a worker reads them
+    (`worker.repos.layout.read_mirrored_objects_unhashed`)."""
+    pygit2.settings.enable_strict_hash_verification(True)
+    try:
+        yield
+    finally:
+        pygit2.settings.enable_strict_hash_verification(False)

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import time
-import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import pygit2
 import pytest
 
 from contracts.code import CodeListRequest, CodeReadRequest, CodeSearchRequest
 from tests.support.cache import MirroredCache, SourceFactory
-from tests.support.gitrepos import MIT_LICENSE, signature
+from tests.support.gitrepos import (
+    MIT_LICENSE,
+    hashing_every_read,
+    rewrite_loose_object,
+    signature,
+)
 from worker.capabilities.code_files import CodeFiles
 from worker.capabilities.table import Worker
 
@@ -32,20 +33,7 @@ def claim_size(repo: pygit2.Repository, blob: pygit2.Oid, size: int) -> None:
     """Rewrite loose object `blob` so its header says `size` bytes while it holds a few: the
     header reads, and any attempt to load the content fails while objects are hashed on
     reading (see `hashing_every_read`)."""
-    path = Path(repo.path) / "objects" / str(blob)[:2] / str(blob)[2:]
-    path.chmod(0o644)
-    path.write_bytes(zlib.compress(f"blob {size}\0".encode() + b"a stand-in\n"))
-
-
-@contextmanager
-def hashing_every_read() -> Iterator[None]:
-    """libgit2 checks each object it loads against its id, as it does by default, until the
-    block ends; the workers made before it read objects unhashed again after."""
-    pygit2.settings.enable_strict_hash_verification(True)
-    try:
-        yield
-    finally:
-        pygit2.settings.enable_strict_hash_verification(False)
+    rewrite_loose_object(repo, blob, f"blob {size}\0".encode() + b"a stand-in\n")
 
 
 def test_a_blob_above_the_bound_is_judged_by_its_header_never_loaded(

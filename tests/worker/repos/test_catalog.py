@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import threading
-import zlib
 from pathlib import Path
 
 import pygit2
 import pytest
 
 from tests.support.cache import SAMPLE_FILES, MirroredCache, SourceFactory
-from tests.support.gitrepos import commit, init_repo
+from tests.support.gitrepos import commit, hashing_every_read, init_repo, rewrite_loose_object
 from worker.repos.catalog import RepoCatalog, resolve_revision
 
 
@@ -66,18 +65,14 @@ def test_reads_the_cache_objects_without_hashing_them_again(
     source, _ = make_source("sample")
     cache.add("acme/sample", source)
     repo_dir = cache.mirror.layout.repo_dir("acme/sample")
-    oid = pygit2.Repository(str(repo_dir)).create_blob(b"as fetched\n")
-    loose = repo_dir / "objects" / str(oid)[:2] / str(oid)[2:]
-    loose.chmod(0o644)
-    loose.write_bytes(zlib.compress(b"blob 11\x00as stored\n\n"))
-    pygit2.settings.enable_strict_hash_verification(True)
-    try:
+    repo = pygit2.Repository(str(repo_dir))
+    oid = repo.create_blob(b"as fetched\n")
+    rewrite_loose_object(repo, oid, b"blob 11\x00as stored\n\n")
+    with hashing_every_read():
         with pytest.raises(pygit2.GitError, match="hash mismatch"):
             pygit2.Repository(str(repo_dir)).odb.read(oid)
         catalog = RepoCatalog(cache.config, cache.mirror.layout)
         assert catalog.open("acme/sample").odb.read(oid)[1] == b"as stored\n\n"
-    finally:
-        pygit2.settings.enable_strict_hash_verification(True)
 
 
 def test_head_pins_the_mirrored_default_head(
