@@ -142,6 +142,9 @@ class ServerConfig(_Section, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     """Larger blobs are never indexed nor excerpted."""
     index_lru_size: PositiveInt = 4
     """How many on-demand indexes of pinned revisions a worker keeps."""
+    object_cache_bytes: NonNegativeInt = 128 << 20
+    """Git objects a worker keeps inflated, blobs up to `max_blob_bytes` among them (0: none):
+    a search that verifies the same files again reads them from memory, not from the pack."""
     reconnect_seconds: PositiveFloat = 120.0
     """How long a worker (or the mirror service) tries to get a lost NATS connection back; then
     it exits non-zero, its ready file removed, for its supervisor to restart it."""

@@ -26,6 +26,7 @@ from worker.licenses.identify import TextLicense
 from worker.repos.layout import (
     CacheLayout,
     MirrorState,
+    keep_inflated_objects,
     read_mirrored_objects_unhashed,
     trust_configured_repositories,
 )
@@ -62,6 +63,7 @@ class RepoCatalog:
     ) -> None:
         trust_configured_repositories()
         read_mirrored_objects_unhashed()
+        keep_inflated_objects(config.server.object_cache_bytes, config.server.max_blob_bytes)
         self._config = FollowedConfig(config_file, config)
         self._config_checked = time.monotonic()
         self._config_lock = threading.Lock()

@@ -115,6 +115,20 @@ def read_mirrored_objects_unhashed() -> None:
     pygit2.settings.enable_strict_hash_verification(False)
 
 
+def keep_inflated_objects(max_bytes: int, max_blob_bytes: int) -> None:
+    """Let libgit2 keep the objects this process reads inflated, blobs up to `max_blob_bytes`
+    among them, `max_bytes` in all (0: keep none).
+
+    By default libgit2 keeps trees and commits, never a blob: every search inflated each file
+    it verifies again, and the candidates of a rare identifier are often a tree's largest
+    files. Objects are content-addressed, so a kept one is never stale; libgit2 evicts (part
+    of a repository's objects, or all of them) once the bytes kept pass `max_bytes`.
+    """
+    pygit2.settings.enable_caching(max_bytes > 0)
+    pygit2.settings.cache_max_size(max_bytes)
+    pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.BLOB, max_blob_bytes)
+
+
 class CacheLayout:
     """Paths inside one cache directory."""
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pygit2
 import pytest
 
@@ -73,6 +75,35 @@ def test_reads_the_cache_objects_without_hashing_them_again(
             pygit2.Repository(str(repo_dir)).odb.read(oid)
         catalog = RepoCatalog(cache.config, cache.mirror.layout)
         assert catalog.open("acme/sample").odb.read(oid)[1] == b"as stored\n\n"
+
+
+@pytest.fixture
+def libgit2_cache_restored() -> Iterator[None]:
+    """libgit2's object cache settings as they are by default again after the test."""
+    yield
+    pygit2.settings.enable_caching(True)
+    pygit2.settings.cache_max_size(256 << 20)
+    pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.BLOB, 0)
+
+
+@pytest.mark.usefixtures("libgit2_cache_restored")
+@pytest.mark.parametrize(("cache_bytes", "read_again"), [(1 << 20, b"kept\n"), (0, b"gone\n")])
+def test_keeps_the_blobs_it_reads_inflated(
+    cache: MirroredCache, make_source: SourceFactory, cache_bytes: int, read_again: bytes
+) -> None:
+    """A blob a catalog's repository has read is read again from memory, not from the object
+    store (rewritten in between here); with no object cache, from the store again."""
+    source, _ = make_source("sample")
+    cache.add("acme/sample", source)
+    repo_dir = cache.mirror.layout.repo_dir("acme/sample")
+    writer = pygit2.Repository(str(repo_dir))
+    oid = writer.create_blob(b"kept\n")
+    server = msgspec.structs.replace(cache.config.server, object_cache_bytes=cache_bytes)
+    config = msgspec.structs.replace(cache.config, server=server)
+    repo = RepoCatalog(config, cache.mirror.layout).open("acme/sample")
+    assert repo.odb.read(oid)[1] == b"kept\n"
+    rewrite_loose_object(writer, oid, b"blob 5\x00gone\n")
+    assert repo.odb.read(oid)[1] == read_again
 
 
 def test_head_pins_the_mirrored_default_head(
