@@ -40,17 +40,20 @@ class CompiledQuery:
     plan: TrigramQuery
     needle: str | None
     """The literal query lowercased (for ranking file names), None for a regex."""
+    literal: bytes | None = None
+    """A literal query matched with case, as UTF-8: found with `bytes.find`, which finds the
+    same first match of a line as the RE2 program, in less time."""
 
     def lines(self, data: bytes) -> Iterator[LineMatch]:
         """The first match of every matching line of `data`, in order."""
-        search = self.regex.search
+        first_match = self._first_match
         position, line_number, counted_to = 0, 1, 0
         size = len(data)
         while position <= size:
-            found = search(data, position)
+            found = first_match(data, position)
             if found is None:
                 return
-            start, end = found.span()
+            start, end = found
             if start == size and (size == 0 or data[size - 1] == 0x0A):
                 return  # an empty match after the final line break is not on a line
             line_number += data.count(b"\n", counted_to, start)
@@ -61,6 +64,14 @@ class CompiledQuery:
                 line_end = size
             yield LineMatch(line_number, line_start, line_end, start, end)
             position = line_end + 1
+
+    def _first_match(self, data: bytes, position: int) -> tuple[int, int] | None:
+        """Where the first match at or after `position` starts and ends, if there is one."""
+        if self.literal is not None:
+            start = data.find(self.literal, position)
+            return None if start < 0 else (start, start + len(self.literal))
+        found = self.regex.search(data, position)
+        return None if found is None else found.span()
 
 
 def compile_query(query: str, *, regex: bool, ignore_case: bool, max_mem: int) -> CompiledQuery:
@@ -92,7 +103,12 @@ def compile_query(query: str, *, regex: bool, ignore_case: bool, max_mem: int) -
         if regex
         else plan_literal(query, ignore_case=ignore_case)
     )
-    return CompiledQuery(regex=program, plan=plan, needle=None if regex else query.lower())
+    return CompiledQuery(
+        regex=program,
+        plan=plan,
+        needle=None if regex else query.lower(),
+        literal=None if regex or ignore_case else query.encode(),
+    )
 
 
 def is_whole_word(data: bytes, start: int, end: int) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 import re2
+from hypothesis import given
+from hypothesis import strategies as st
 
 from worker.capabilities.code_search.matcher import (
     compile_query,
@@ -57,6 +59,27 @@ def test_literal_mode_escapes_metacharacters() -> None:
     assert lines("a.b*c", data) == [2]
 
 
+_PIECES = st.sampled_from(
+    [b"a", b"b", b"ab", b" ", b"\n", b"\r\n", "\u00e9".encode(), b"\xc3", b"\xff"]
+)
+"""Bytes a text is made of: line breaks, UTF-8, a lone lead byte, a byte UTF-8 never has."""
+
+
+@given(
+    query=st.text(alphabet="ab \u00e9\u00ff.*", min_size=1, max_size=3),
+    pieces=st.lists(st.one_of(_PIECES, st.none()), max_size=30),
+)
+def test_a_literal_is_found_where_re2_finds_it(query: str, pieces: list[bytes | None]) -> None:
+    """A literal matched with case (found without RE2) matches the lines, at the same bytes,
+    that RE2 finds for the literal escaped as a pattern."""
+    data = b"".join(query.encode() if piece is None else piece for piece in pieces)
+    found = compile_query(query, regex=False, ignore_case=False, max_mem=8 << 20)
+    by_re2 = compile_query(re2.escape(query), regex=True, ignore_case=False, max_mem=8 << 20)
+    assert found.literal is not None
+    assert by_re2.literal is None
+    assert list(found.lines(data)) == list(by_re2.lines(data))
+
+
 def test_each_matching_line_is_reported_once_in_order() -> None:
     """Only the first match of a line counts; numbering is 1-based and exact."""
     data = b"foo foo\nbar\r\nfoo\n\nfoo"
@@ -75,6 +98,7 @@ def test_matches_never_span_lines() -> None:
 def test_case_can_be_ignored() -> None:
     """ignore_case matches any case, including RE2's Unicode folds."""
     assert lines("hello", b"HeLLo\n", ignore_case=True) == [1]
+    assert lines("hello", b"HeLLo\n", regex=False, ignore_case=True) == [1]
     assert lines("hello", b"HeLLo\n") == []
     assert lines("kelvin", "\u212aelvin\n".encode(), ignore_case=True) == [1]
 
