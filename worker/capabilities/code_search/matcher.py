@@ -4,6 +4,8 @@ RE2 runs in time linear in the text, whatever the pattern, so a hostile pattern 
 `(a+)+$` cannot make a worker backtrack for ever; patterns RE2 rejects (backreferences,
 lookaround) or that need more than the memory budget are refused as INVALID_REQUEST.
 Matching is line by line (RE2's `never_nl`: no match spans a line break), as grep does.
+A literal matched with case is found with `bytes.find`, whose worst case is bounded too
+(CPython moves to its linear two-way search where a long literal would be slow).
 """
 
 from __future__ import annotations
