@@ -79,10 +79,9 @@ def handler_files(n: int) -> dict[str, bytes]:
 
 @pytest.fixture
 def two_workers_on_small_repos(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Builds with two workers split from 10 blobs on, taking runs of 200 bytes."""
+    """Builds with two workers split from 400 bytes of blobs on, taking runs of 200 bytes."""
     from worker.index.store import build
 
-    monkeypatch.setattr(build, "MIN_BLOBS_PER_WORKER", 10)
     monkeypatch.setattr(build, "STEAL_BYTES", 200)
 
 

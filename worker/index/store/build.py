@@ -50,9 +50,9 @@ from worker.index.store.tree_listing import tree_blobs
 
 log = structlog.get_logger(__name__)
 MAX_SEGMENTS: Final = 8
-MIN_BLOBS_PER_WORKER: Final = 2000
 STEAL_BYTES: Final = 4 << 20
-"""Bytes of blobs a build worker takes from the shared list at a time, at most."""
+"""Bytes of blobs a build worker takes from the shared list at a time, at most; a build
+runs in a worker per run of this many bytes, up to the workers asked for."""
 _REPO_ID = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
@@ -227,16 +227,18 @@ def _analyse_missing(
     """
     if not missing:
         return [], None
-    n_workers = max(1, min(workers or 1, len(missing) // MIN_BLOBS_PER_WORKER))
-    if n_workers == 1:
+    blob_list: BlobList | None = None
+    if workers is not None and workers > 1:
+        # Workers take runs of about equal bytes as they go, so they finish together
+        # whatever each run costs; an oversized blob counts for nothing (it is not analysed).
+        odb = repo.odb
+        sizes = [odb.read_header(pygit2.Oid(raw=oid))[1] for _, oid in missing]
+        blob_list = BlobList.of(missing, sizes, max_blob_bytes)
+    n_workers = 1 if blob_list is None else _workers_for(int(blob_list.ends[-1]), workers)
+    if blob_list is None or n_workers == 1:
         seg_id, tables = analyse(repo, missing, max_blob_bytes)
         write_segment(segments_dir, seg_id, tables)
         return [seg_id], None
-    # Workers take runs of about equal bytes as they go, so they finish together whatever
-    # each run costs; an oversized blob counts for nothing (it is not analysed).
-    odb = repo.odb
-    sizes = [odb.read_header(pygit2.Oid(raw=oid))[1] for _, oid in missing]
-    blob_list = BlobList.of(missing, sizes, max_blob_bytes)
     pool = build_workers.build_pool(n_workers)
     try:
         futures = [
@@ -259,6 +261,17 @@ def _analyse_missing(
         raise
     pool.executor.shutdown(wait=False)
     return new_ids, ahead
+
+
+def _workers_for(analysed_bytes: int, workers: int | None) -> int:
+    """How many of `workers` a build of blobs holding `analysed_bytes` runs in: one per run of
+    STEAL_BYTES (a part of one counts), at least one.
+
+    Counted in bytes, not blobs, because analysis costs by the byte: a few hundred large files
+    keep two processes busy where thousands of tiny ones do not. A build of one run or less
+    stays in this process, where handing it to the pool would save nothing.
+    """
+    return max(1, min(workers or 1, -(-analysed_bytes // STEAL_BYTES)))
 
 
 def build_in_memory(

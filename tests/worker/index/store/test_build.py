@@ -19,7 +19,7 @@ from tests.worker.index.conftest import RepoFactory, handler_files
 from worker.errors import Timeout
 from worker.index import CommitIndex, IndexStore, SearchHit, build_commit_index
 from worker.index.analysis.segment_builder import BlobSource, SegmentBuilder
-from worker.index.store import blob_places
+from worker.index.store import blob_places, build_workers
 from worker.index.store import build as build_module
 from worker.index.store.commit_view import CommitTables, read_commit_tables, read_manifest
 from worker.index.store.segment import Segment, release_mapped_pages, segment_id
@@ -502,6 +502,50 @@ def test_workers_share_the_blobs_and_agree_with_one_process(
         assert [(h.path, h.start_line, h.end_line) for h in got] == [
             (h.path, h.start_line, h.end_line) for h in want
         ]
+
+
+@pytest.mark.parametrize(
+    ("files", "pool_sizes"),
+    [
+        # Many blobs in less than a run's bytes: this process, however many blobs.
+        (handler_files(80), []),
+        # Two blobs in more than a run's bytes: as many workers as asked for (two).
+        (
+            {
+                f"big_{i}.py": "".join(
+                    f"def f_{i}_{j}(x):\n    return x + {j}\n" for j in range(120)
+                ).encode()
+                for i in range(2)
+            },
+            [2],
+        ),
+    ],
+)
+def test_a_build_splits_into_workers_by_bytes_not_blobs(
+    make_repo: Callable[[str], RepoFactory],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    files: dict[str, bytes],
+    pool_sizes: list[int],
+) -> None:
+    """With two workers asked for, a build takes a worker per run of STEAL_BYTES of blobs (one
+    run or less: this process), and indexes what one process does."""
+    monkeypatch.setattr(build_module, "STEAL_BYTES", 4096)
+    handed: list[int] = []
+    real_build_pool = build_workers.build_pool
+
+    def recording_build_pool(workers: int) -> build_workers.BuildPool:
+        handed.append(workers)
+        return real_build_pool(workers)
+
+    monkeypatch.setattr(build_workers, "build_pool", recording_build_pool)
+    factory = make_repo("split")
+    commit = factory.commit(files)
+    build_commit_index(tmp_path / "asked", REPO_ID, factory.repo, commit, workers=2)
+    build_commit_index(tmp_path / "alone", REPO_ID, factory.repo, commit)
+    assert handed == pool_sizes
+    asked = set().union(*_segment_oids(tmp_path / "asked", commit).values())
+    assert asked == set().union(*_segment_oids(tmp_path / "alone", commit).values())
 
 
 def test_blob_locations_first_segment_wins() -> None:
