@@ -97,11 +97,12 @@ class _Ahead:
             starting.join()
 
     def take(self, size: int | None) -> BuildPool | None:
-        """The pool started ahead, if any (of `size` workers, if given); no longer ahead."""
+        """The pool started ahead, if any (of at least `size` workers, if given); no longer
+        ahead."""
         self.wait_for_start()
         with self.lock:
             pool = self.pool
-            if pool is None or (size is not None and pool.size != size):
+            if pool is None or (size is not None and pool.size < size):
                 return None
             self.pool = None
             return pool
@@ -224,8 +225,12 @@ def stop_build_workers() -> None:
 
 
 def build_pool(workers: int) -> BuildPool:
-    """A pool of `workers` processes for one build, the one started ahead if it fits; the
-    caller shuts it down."""
+    """A pool of `workers` processes for one build, the one started ahead if it has as many
+    or more; the caller shuts it down.
+
+    A build with less work than the workers started ahead runs in some of them: the others
+    stay idle, already started, which costs less than starting a pool of the right size.
+    """
     ahead = _ahead.take(workers)
     if ahead is not None:
         return ahead

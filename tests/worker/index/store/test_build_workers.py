@@ -82,9 +82,34 @@ def test_workers_started_ahead_serve_the_next_build_once(
     assert _segment_oids(tmp_path / "later", commit) == alone
 
 
+@pytest.mark.usefixtures("two_workers_on_small_repos")
+def test_a_build_of_fewer_workers_runs_in_the_larger_pool_started_ahead(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers started ahead serve a build that needs fewer of them (the rest stay idle),
+    instead of a pool started for it, and it indexes what one process does."""
+    factory = make_repo("fewer")
+    commit = factory.commit(handler_files(60))
+    handed: list[BuildPool] = []
+    real_build_pool = build_workers.build_pool
+
+    def recording_build_pool(workers: int) -> BuildPool:
+        handed.append(real_build_pool(workers))
+        return handed[-1]
+
+    monkeypatch.setattr(build_workers, "build_pool", recording_build_pool)
+    build_workers.start_build_workers(3)
+    build_commit_index(tmp_path / "ahead", REPO_ID, factory.repo, commit, workers=2)
+    (pool,) = handed
+    assert pool.size == 3
+    assert len({started.result(timeout=60) for started in pool.started}) == 3
+    build_commit_index(tmp_path / "alone", REPO_ID, factory.repo, commit)
+    assert _segment_oids(tmp_path / "ahead", commit) == _segment_oids(tmp_path / "alone", commit)
+
+
 def test_starting_workers_twice_keeps_the_pool_started_first() -> None:
-    """A second start with the same size keeps the waiting pool; a build of another size
-    gets a pool of its own and leaves the waiting one for the next build of its size."""
+    """A second start with the same size keeps the waiting pool; a build of more workers
+    gets a pool of its own and leaves the waiting one for the next build it fits."""
     build_workers.start_build_workers(2)
     build_workers.start_build_workers(2)
     other = build_workers.build_pool(3)
