@@ -10,7 +10,9 @@ import pygit2
 import pytest
 
 from worker.index import CommitIndex, IndexStore
+from worker.index.store import build_workers
 from worker.index.store.build import build_in_memory
+from worker.index.store.build_workers import BuildPool
 from worker.index.views.ranking import RankingParams
 
 Files = Mapping[str, bytes | tuple[int, bytes]]
@@ -83,6 +85,20 @@ def two_workers_on_small_repos(monkeypatch: pytest.MonkeyPatch) -> None:
     from worker.index.store import build
 
     monkeypatch.setattr(build, "STEAL_BYTES", 200)
+
+
+@pytest.fixture
+def pools_handed(monkeypatch: pytest.MonkeyPatch) -> list[BuildPool]:
+    """The pools builds get from `build_workers.build_pool`, in the order they get them."""
+    handed: list[BuildPool] = []
+    real_build_pool = build_workers.build_pool
+
+    def recording_build_pool(workers: int) -> BuildPool:
+        handed.append(real_build_pool(workers))
+        return handed[-1]
+
+    monkeypatch.setattr(build_workers, "build_pool", recording_build_pool)
+    return handed
 
 
 def open_commit_index(

@@ -525,25 +525,19 @@ def test_a_build_splits_into_workers_by_bytes_not_blobs(
     make_repo: Callable[[str], RepoFactory],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    *,
+    pools_handed: list[build_workers.BuildPool],
     files: dict[str, bytes],
     pool_sizes: list[int],
 ) -> None:
     """With two workers asked for, a build takes a worker per run of STEAL_BYTES of blobs (one
     run or less: this process), and indexes what one process does."""
     monkeypatch.setattr(build_module, "STEAL_BYTES", 4096)
-    handed: list[int] = []
-    real_build_pool = build_workers.build_pool
-
-    def recording_build_pool(workers: int) -> build_workers.BuildPool:
-        handed.append(workers)
-        return real_build_pool(workers)
-
-    monkeypatch.setattr(build_workers, "build_pool", recording_build_pool)
     factory = make_repo("split")
     commit = factory.commit(files)
     build_commit_index(tmp_path / "asked", REPO_ID, factory.repo, commit, workers=2)
     build_commit_index(tmp_path / "alone", REPO_ID, factory.repo, commit)
-    assert handed == pool_sizes
+    assert [pool.size for pool in pools_handed] == pool_sizes
     asked = set().union(*_segment_oids(tmp_path / "asked", commit).values())
     assert asked == set().union(*_segment_oids(tmp_path / "alone", commit).values())
 

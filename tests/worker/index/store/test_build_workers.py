@@ -52,30 +52,22 @@ def _segment_oids(cache: Path, commit: str) -> set[bytes]:
 
 @pytest.mark.usefixtures("two_workers_on_small_repos")
 def test_workers_started_ahead_serve_the_next_build_once(
-    make_repo: Callable[[str], RepoFactory], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path, pools_handed: list[BuildPool]
 ) -> None:
     """The next build runs in the workers started ahead (all up before it asks), shuts them
     down, and indexes what one process does; the build after it starts its own."""
     files = handler_files(60)
     factory = make_repo("ahead")
     commit = factory.commit(files)
-    handed: list[BuildPool] = []
-    real_build_pool = build_workers.build_pool
-
-    def recording_build_pool(workers: int) -> BuildPool:
-        handed.append(real_build_pool(workers))
-        return handed[-1]
-
-    monkeypatch.setattr(build_workers, "build_pool", recording_build_pool)
     build_workers.start_build_workers(2)
     build_commit_index(tmp_path / "ahead", REPO_ID, factory.repo, commit, workers=2)
-    assert len(handed) == 1
-    assert len({started.result(timeout=60) for started in handed[0].started}) == 2
+    assert len(pools_handed) == 1
+    assert len({started.result(timeout=60) for started in pools_handed[0].started}) == 2
     with pytest.raises(RuntimeError, match="shutdown"):
-        handed[0].executor.submit(os.getpid)
+        pools_handed[0].executor.submit(os.getpid)
     build_commit_index(tmp_path / "later", REPO_ID, factory.repo, commit, workers=2)
-    assert len(handed) == 2
-    assert handed[1].started == ()
+    assert len(pools_handed) == 2
+    assert pools_handed[1].started == ()
     build_commit_index(tmp_path / "alone", REPO_ID, factory.repo, commit)
     alone = _segment_oids(tmp_path / "alone", commit)
     assert _segment_oids(tmp_path / "ahead", commit) == alone
@@ -84,23 +76,15 @@ def test_workers_started_ahead_serve_the_next_build_once(
 
 @pytest.mark.usefixtures("two_workers_on_small_repos")
 def test_a_build_of_fewer_workers_runs_in_the_larger_pool_started_ahead(
-    make_repo: Callable[[str], RepoFactory], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path, pools_handed: list[BuildPool]
 ) -> None:
     """Workers started ahead serve a build that needs fewer of them (the rest stay idle),
     instead of a pool started for it, and it indexes what one process does."""
     factory = make_repo("fewer")
     commit = factory.commit(handler_files(60))
-    handed: list[BuildPool] = []
-    real_build_pool = build_workers.build_pool
-
-    def recording_build_pool(workers: int) -> BuildPool:
-        handed.append(real_build_pool(workers))
-        return handed[-1]
-
-    monkeypatch.setattr(build_workers, "build_pool", recording_build_pool)
     build_workers.start_build_workers(3)
     build_commit_index(tmp_path / "ahead", REPO_ID, factory.repo, commit, workers=2)
-    (pool,) = handed
+    (pool,) = pools_handed
     assert pool.size == 3
     assert len({started.result(timeout=60) for started in pool.started}) == 3
     build_commit_index(tmp_path / "alone", REPO_ID, factory.repo, commit)
@@ -170,7 +154,7 @@ print("up")
 
 
 def test_a_program_that_never_builds_exits_with_its_workers_started() -> None:
-    """Workers started ahead and never handed a build let the program that started them
+    """Workers started ahead and never pools_handed a build let the program that started them
     exit."""
     done = subprocess.run(
         [sys.executable, "-c", _START_AND_EXIT],
