@@ -2,9 +2,9 @@
 
 Parsing is the costliest step of indexing, and most of a file is function bodies, comments,
 field lists and declarations that hold no definition this index records. The outline drops
-what cannot change the definitions found: in C and C++ the interior of function bodies and
-initialisers, comments, directives other than function-like macros (whose heads stay),
-declarations without braces; in Python function bodies but for their last line, simple
+what cannot change the definitions found: in C and C++ the interior of function bodies,
+initialisers and enums, comments, directives other than function-like macros (whose heads
+stay), declarations without braces; in Python function bodies but for their last line, simple
 statements that do not end a block, comments that cannot end one, the inside of
 parentheses, braces and triple-quoted strings. Each dropped run becomes one separator
 (b"\\n" if it spanned lines, else b" "), and a row map takes every outline row back to its
@@ -87,11 +87,11 @@ def c_outlines(files: Sequence[bytes]) -> Outlined:
     """The outlines of C or C++ files (None for a file whose braces do not balance).
 
     Found in one compiled pass per file (`outline_kernels.c_outlined`): its braces paired,
-    the bodies and initialisers they open, the parameters of those functions and the
-    statements that declare nothing, each a span that goes, beside the comments and
-    directives. Function-like macros keep their head, the first byte of their body and the
-    backslash-newline of every continued line: `#define F(a) d \\ \\` parses as the same
-    definition on the same rows.
+    the bodies, initialisers and enumerator lists they open, the parameters of those
+    functions and the statements that declare nothing, each a span that goes, beside the
+    comments and directives. Function-like macros keep their head, the first byte of their
+    body and the backslash-newline of every continued line: `#define F(a) d \\ \\` parses as
+    the same definition on the same rows.
     """
     from worker.index.analysis.outline_kernels import c_outlined
 

@@ -118,6 +118,44 @@ def _parameters_open(  # noqa: PLR0917 (numba compiles positional parameters onl
     return -1
 
 
+_ENUM = np.frombuffer(b"enum", np.uint8)
+
+
+@_compiled(inline="always")
+def _is_word(byte: int) -> bool:
+    return 0x30 <= byte <= 0x39 or 0x41 <= byte <= 0x5A or 0x61 <= byte <= 0x7A or byte == 0x5F
+
+
+@_compiled(inline="always")
+def _is(a: Any, start: int, end: int, word: Any) -> bool:
+    if end - start != len(word):
+        return False
+    for i in range(len(word)):  # noqa: SIM110 (numba compiles no generator for `all`)
+        if a[start + i] != word[i]:
+            return False
+    return True
+
+
+@_compiled()
+def _opens_enum(a: Any, before: int, floor: int) -> bool:
+    # Whether a `{` whose last byte before (not blank) is at `before` opens an enum's body:
+    # `enum` is one of the (up to three) words right before it: `enum {`, `enum name {`,
+    # C++'s `enum class name {`. Read on the bytes alone: a comment or directive between
+    # the words makes it no enum (kept).
+    q = before
+    for _ in range(3):
+        if q < floor or not _is_word(a[q]):
+            return False
+        end = q + 1
+        while q >= floor and _is_word(a[q]):
+            q -= 1
+        if _is(a, q + 1, end, _ENUM):
+            return True
+        while q >= floor and _is_blank(a[q]):
+            q -= 1
+    return False
+
+
 @_compiled(inline="always")
 def _span(counts: Any, marks: Any, start: int, end: int) -> None:
     counts[start] += 1
@@ -217,7 +255,8 @@ def c_outlined(  # noqa: PLR0915 (one pass over each file)
                 if byte == _OPEN:
                     before = _before(a, at, fs, lexemes, j - 1, first_lexeme)
                     before_byte = a[before] if before >= 0 else 0
-                    elide = before_byte in (_CLOSE_PAREN, _EQUALS)
+                    # A function's body, an initialiser or an enum's enumerators go.
+                    elide = before_byte in (_CLOSE_PAREN, _EQUALS) or _opens_enum(a, before, fs)
                     stack[depth] = at
                     elides[depth] = elide
                     depth += 1

@@ -248,6 +248,33 @@ def test_python_indentation_errors_are_parsed_whole() -> None:
     assert python_outlines([b"def g():\n@dec\n    return 1\n"]).outlines[0] is None
 
 
+def test_enumerators_go_from_the_outline() -> None:
+    """An enum's enumerators go (C's `enum`, C++'s `enum class` and `enum struct`), its rows
+    stay; an enum the outline cannot tell from its words (a base type) keeps them."""
+    c_source = b"typedef enum e {\n\tE_ONE = 1,\n\tE_TWO,\n} e_t;\nenum { ANON };\nint f(void);\n"
+    outline = c_outlines([c_source]).outlines[0]
+    assert outline is not None
+    assert b"E_ONE" not in outline.text
+    assert b"ANON" not in outline.text
+    assert same_as_whole(c_source, "c") == [(0, 3, "e", "enum_specifier")]
+    cpp_source = (
+        b"enum class Color { RED, GREEN };\nenum struct Kind { PLAIN };\n"
+        b"enum class Wide : int { BIG };\nnamespace n { class K { enum Q { R }; }; }\n"
+    )
+    outline = c_outlines([cpp_source]).outlines[0]
+    assert outline is not None
+    assert not any(name in outline.text for name in (b"RED", b"PLAIN", b" R "))
+    assert b"BIG" in outline.text
+    assert same_as_whole(cpp_source, "cpp") == [
+        (0, 0, "Color", "enum_specifier"),
+        (1, 1, "Kind", "enum_specifier"),
+        (2, 2, "Wide", "enum_specifier"),
+        (3, 3, "n", "namespace_definition"),
+        (3, 3, "n.K", "class_specifier"),
+        (3, 3, "n.K.Q", "enum_specifier"),
+    ]
+
+
 C_ITEMS = [
     "int f{n}(int a)\n{{\n\treturn a;\n}}\n",
     "static void g{n}(void) {{ if (x) {{ y(); }} }}\n",
@@ -259,6 +286,10 @@ C_ITEMS = [
     "int v{n} = {{ 1, 2 }};\n",
     "extern int p{n}(char *s);\n",
     "enum e{n} {{ A{n}, B{n} }};\n",
+    "enum {{ Z{n} = 1 << 2, Y{n} }};\n",
+    "typedef enum te{n} {{\n\tTA{n},\n\tTB{n} = 2,\n}} te{n}_t;\n",
+    "enum me{n} {{\n#define EM{n}(a) \\\n\t((a) + 1)\n\tMA{n},\n}};\n",
+    "struct se{n} {{ enum ke{n} {{ KA{n} }} k; int x; }};\n",
     "typedef struct {{ int q; }} td{n};\n",
     'const char *s{n} = "{{";\n',
     "int h{n}(void (*cb)(int), int x)\n{{\n\treturn x;\n}}\n",
