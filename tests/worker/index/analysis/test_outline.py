@@ -23,7 +23,7 @@ from worker.index.analysis.lexers import (
     c_lexemes,
     python_lexemes,
 )
-from worker.index.analysis.outline import c_outlines, first_not_in
+from worker.index.analysis.outline import Outline, c_outlines, first_not_in
 from worker.index.analysis.python_outline import python_outlines
 
 Flat = list[tuple[int, int, str, str]]
@@ -38,6 +38,13 @@ def same_as_whole(data: bytes, language: str) -> Flat:
     whole = definitions(data, language, None).rows()
     assert definitions(data, language, outline).rows() == whole
     return whole
+
+
+def c_outline(data: bytes) -> Outline:
+    """The outline of one C or C++ file, which must have one."""
+    outline = c_outlines([data]).outlines[0]
+    assert outline is not None
+    return outline
 
 
 C_SOURCE = b"""/* SPDX: a comment with { braces } and 'quotes' */
@@ -94,8 +101,7 @@ def test_c_outline_matches_whole_parse() -> None:
 
 def test_c_outline_drops_bodies_keeps_rows() -> None:
     """The outline is much shorter than the file and maps each of its rows to a file row."""
-    outline = c_outlines([C_SOURCE]).outlines[0]
-    assert outline is not None
+    outline = c_outline(C_SOURCE)
     assert len(outline.text) < len(C_SOURCE) // 2
     assert b"printk" not in outline.text
     assert b"kernel-doc" not in outline.text
@@ -107,8 +113,7 @@ def test_c_outline_drops_bodies_keeps_rows() -> None:
 
 def test_c_body_after_unmatched_parenthesis_still_goes() -> None:
     """A body after a `)` with no `(` before it loses its inside and keeps its rows."""
-    outline = c_outlines([b"x)\n{\n\ta();\n}\nint y;\n"]).outlines[0]
-    assert outline is not None
+    outline = c_outline(b"x)\n{\n\ta();\n}\nint y;\n")
     assert b"a()" not in outline.text
     assert outline.rows.tolist() == [0, 1, 3, 4, 5]
 
@@ -252,8 +257,7 @@ def test_enumerators_go_from_the_outline() -> None:
     """An enum's enumerators go (C's `enum`, C++'s `enum class` and `enum struct`), its rows
     stay; an enum the outline cannot tell from its words (a base type) keeps them."""
     c_source = b"typedef enum e {\n\tE_ONE = 1,\n\tE_TWO,\n} e_t;\nenum { ANON };\nint f(void);\n"
-    outline = c_outlines([c_source]).outlines[0]
-    assert outline is not None
+    outline = c_outline(c_source)
     assert b"E_ONE" not in outline.text
     assert b"ANON" not in outline.text
     assert same_as_whole(c_source, "c") == [(0, 3, "e", "enum_specifier")]
@@ -261,8 +265,7 @@ def test_enumerators_go_from_the_outline() -> None:
         b"enum class Color { RED, GREEN };\nenum struct Kind { PLAIN };\n"
         b"enum class Wide : int { BIG };\nnamespace n { class K { enum Q { R }; }; }\n"
     )
-    outline = c_outlines([cpp_source]).outlines[0]
-    assert outline is not None
+    outline = c_outline(cpp_source)
     assert not any(name in outline.text for name in (b"RED", b"PLAIN", b" R "))
     assert b"BIG" in outline.text
     assert same_as_whole(cpp_source, "cpp") == [
