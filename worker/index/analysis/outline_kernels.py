@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from worker.index.analysis.compiled import compiled as _compiled
+from worker.index.analysis.trigram_kernels import is_word, word_at
 
 _NEWLINE, _SPACE = 10, 32
 
@@ -118,22 +119,8 @@ def _parameters_open(  # noqa: PLR0917 (numba compiles positional parameters onl
     return -1
 
 
-_ENUM = np.frombuffer(b"enum", np.uint8)
-
-
-@_compiled(inline="always")
-def _is_word(byte: int) -> bool:
-    return 0x30 <= byte <= 0x39 or 0x41 <= byte <= 0x5A or 0x61 <= byte <= 0x7A or byte == 0x5F
-
-
-@_compiled(inline="always")
-def _is(a: Any, start: int, end: int, word: Any) -> bool:
-    if end - start != len(word):
-        return False
-    for i in range(len(word)):  # noqa: SIM110 (numba compiles no generator for `all`)
-        if a[start + i] != word[i]:
-            return False
-    return True
+_ENUM = np.frombuffer(b"enum", np.uint8).reshape(1, 4)
+_ENUM_LENGTH = np.array([4], np.int64)
 
 
 @_compiled()
@@ -144,12 +131,12 @@ def _opens_enum(a: Any, before: int, floor: int) -> bool:
     # the words makes it no enum (kept).
     q = before
     for _ in range(3):
-        if q < floor or not _is_word(a[q]):
+        if q < floor or not is_word(a[q]):
             return False
         end = q + 1
-        while q >= floor and _is_word(a[q]):
+        while q >= floor and is_word(a[q]):
             q -= 1
-        if _is(a, q + 1, end, _ENUM):
+        if word_at(a, q + 1, end, _ENUM, _ENUM_LENGTH):
             return True
         while q >= floor and _is_blank(a[q]):
             q -= 1

@@ -18,19 +18,19 @@ def _is_blank(byte: int) -> bool:
 
 
 @_compiled(inline="always")
-def _is_word(byte: int) -> bool:
+def is_word(byte: int) -> bool:
     return (
         (0x30 <= byte <= 0x39) or (0x41 <= byte <= 0x5A) or (0x61 <= byte <= 0x7A) or byte == 0x5F
     )
 
 
 @_compiled(inline="always")
-def _word_at(text: Any, at: int, end: int, table: Any, lengths: Any) -> int:
+def word_at(text: Any, at: int, end: int, table: Any, lengths: Any) -> int:
     # The length of a word of `table` that `text` holds at `at` and that ends on a word
     # boundary (`end`, a line break or any other non-word byte follows), else 0.
     for k in range(len(lengths)):
         size = lengths[k]
-        if at + size > end or (at + size < end and _is_word(text[at + size])):
+        if at + size > end or (at + size < end and is_word(text[at + size])):
             continue
         same = True
         for i in range(size):
@@ -53,15 +53,15 @@ def _defines(  # noqa: PLR0917 (numba compiles positional parameters only)
     while at < end and _is_blank(text[at]):
         at += 1
     while True:
-        if _word_at(text, at, end, keywords, n_kw):
+        if word_at(text, at, end, keywords, n_kw):
             return True
         if at < end and text[at] == 0x23:  # '#'
             q = at + 1
             while q < end and _is_blank(text[q]):
                 q += 1
-            if _word_at(text, q, end, _DEFINE, _DEFINE_LENGTH):
+            if word_at(text, q, end, _DEFINE, _DEFINE_LENGTH):
                 return True
-        size = _word_at(text, at, end, modifiers, n_mod)
+        size = word_at(text, at, end, modifiers, n_mod)
         if size == 0 or at + size >= end or not _is_blank(text[at + size]):
             return False
         at += size

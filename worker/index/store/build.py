@@ -227,14 +227,14 @@ def _analyse_missing(
     """
     if not missing:
         return [], None
-    blob_list: BlobList | None = None
+    n_workers, blob_list = 1, None
     if workers is not None and workers > 1:
         # Workers take runs of about equal bytes as they go, so they finish together
         # whatever each run costs; an oversized blob counts for nothing (it is not analysed).
         odb = repo.odb
         sizes = [odb.read_header(pygit2.Oid(raw=oid))[1] for _, oid in missing]
         blob_list = BlobList.of(missing, sizes, max_blob_bytes)
-    n_workers = 1 if blob_list is None else _workers_for(int(blob_list.ends[-1]), workers)
+        n_workers = _workers_for(int(blob_list.ends[-1]), workers)
     if blob_list is None or n_workers == 1:
         seg_id, tables = analyse(repo, missing, max_blob_bytes)
         write_segment(segments_dir, seg_id, tables)
@@ -263,7 +263,7 @@ def _analyse_missing(
     return new_ids, ahead
 
 
-def _workers_for(analysed_bytes: int, workers: int | None) -> int:
+def _workers_for(analysed_bytes: int, workers: int) -> int:
     """How many of `workers` a build of blobs holding `analysed_bytes` runs in: one per run of
     STEAL_BYTES (a part of one counts), at least one.
 
@@ -271,7 +271,7 @@ def _workers_for(analysed_bytes: int, workers: int | None) -> int:
     keep two processes busy where thousands of tiny ones do not. A build of one run or less
     stays in this process, where handing it to the pool would save nothing.
     """
-    return max(1, min(workers or 1, -(-analysed_bytes // STEAL_BYTES)))
+    return max(1, min(workers, -(-analysed_bytes // STEAL_BYTES)))
 
 
 def build_in_memory(
