@@ -72,6 +72,7 @@ class SegmentTables:
     trigram_postings: pa.Table
     definition_trigrams: pa.Table
     definition_trigram_postings: pa.Table
+    definition_lines: pa.Table
     entities: pa.Table
     references: pa.Table
 
@@ -382,6 +383,7 @@ class SegmentBuilder:
         )
         inverted = time.perf_counter()
         trigrams, definitions = self._trigrams.tables()
+        definition_lines = pa.table({"text": self._trigrams.definition_texts(n_blobs)})
         self.phase_seconds["postings"] += time.perf_counter() - inverted
         return SegmentTables(
             blobs,
@@ -392,6 +394,7 @@ class SegmentBuilder:
             trigrams.postings,
             definitions.trigrams,
             definitions.postings,
+            definition_lines,
             entities,
             references,
         )

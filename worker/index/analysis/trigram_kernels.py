@@ -81,6 +81,8 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
     owners: Any,
     definition_codes: Any,
     definition_owners: Any,
+    definition_text: Any,
+    definition_ends: Any,
     lower: Any,
     modifiers: Any,
     n_mod: Any,
@@ -92,8 +94,12 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
     # bit set once that blob emitted it for a definition line too: blobs are distinct and
     # each emitted once, so a blob's repeats are skipped without clearing anything. Text the
     # caller `folded` gets no definition lines here (its case is gone).
+    #
+    # The definition lines' own bytes, each with its line break (the last line of a blob may
+    # have none), go to `definition_text`; `definition_ends[i]` is where blob i's end there.
     n = 0
     n_def = 0
+    m = 0
     for i in range(len(starts)):
         start, end = starts[i], ends[i]
         blob = blobs[i]
@@ -104,6 +110,9 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
         code = 0
         for at in range(start, end):
             byte = text[at]
+            if defining:
+                definition_text[m] = byte
+                m += 1
             code = ((code << 8) | lower[byte]) & 0xFFFFFF
             if at - start < 2:
                 if byte == 0x0A:
@@ -129,6 +138,7 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
                 definition_owners[n_def] = blob
                 n_def += 1
             stamps[code] = stamp
+        definition_ends[i] = m
     return n, n_def
 
 

@@ -5,8 +5,11 @@ uint32 as `b0 << 16 | b1 << 8 | b2`. A segment stores, for every trigram any of 
 holds, the ascending ordinals of those blobs: code search intersects these lists to pick
 the files it then verifies with RE2.
 
-A second list per trigram covers only the blobs' definition lines (see DEFINITION_LINE):
-code search bounds a file's best hit by it before reading the file.
+A second list per trigram covers only the blobs' definition lines (see DEFINITION_LINE),
+and the segment keeps those lines' text too: code search bounds a file's best hit by them
+before reading the file. The lists say which files may have a matching definition line; the
+text, whether one has (a file's lines may hold a pattern's trigrams without one line holding
+them all: in C, most files' do).
 
 The loops (each blob's distinct trigrams and definition lines, then a counting sort of the
 pairs by trigram) are compiled with numba: numpy has no per-blob distinct or counting sort,
@@ -99,6 +102,17 @@ def definition_lines(data: bytes) -> list[bytes]:
     return [line for line in data.split(b"\n") if DEFINITION_LINE.match(line)]
 
 
+def definition_text(data: bytes) -> bytes:
+    """The lines of `data` that DEFINITION_LINE accepts, each with its own line break (the
+    last line may have none), as a segment stores them (the slow way, for tests and rare
+    texts)."""
+    lines = data.split(b"\n")
+    last = len(lines) - 1
+    return b"".join(
+        line + b"\n" * (i < last) for i, line in enumerate(lines) if DEFINITION_LINE.match(line)
+    )
+
+
 def trigrams_of(text: bytes) -> U32:
     """The distinct trigrams of already folded text, ascending."""
     if len(text) < 3:
@@ -159,13 +173,16 @@ class TrigramTables:
 
 class TrigramCollector:
     """Collects the distinct (trigram, blob) pairs of the blobs analysed into one segment,
-    for their whole text and for their definition lines."""
+    for their whole text and for their definition lines, and those lines' text."""
 
     def __init__(self) -> None:
         self._stamps: npt.NDArray[np.uint32] | None = None
         self._scratch = np.empty((4, 0), dtype=np.uint32)
+        self._text_scratch = np.empty(0, dtype=np.uint8)
         self._text: list[tuple[U32, U32]] = []
         self._definitions: list[tuple[U32, U32]] = []
+        self._definition_text: list[tuple[I64, I64, bytes]] = []
+        """Per run: its blobs, the size of each one's definition lines, and those lines."""
         self.pairs = 0
 
     def add(self, texts: Sequence[bytes], blobs: Sequence[int]) -> None:
@@ -197,7 +214,9 @@ class TrigramCollector:
         if self._scratch.shape[1] < len(text):
             # Kept from batch to batch: fresh pages for every batch cost more than the pass.
             self._scratch = np.empty((4, len(text)), dtype=np.uint32)
+            self._text_scratch = np.empty(len(text), dtype=np.uint8)
         codes, owners, definition_codes, definition_owners = self._scratch
+        definition_ends = np.empty(len(texts), dtype=np.int64)
         from worker.index.analysis.trigram_kernels import pairs
 
         n, n_def = pairs(
@@ -211,6 +230,8 @@ class TrigramCollector:
             owners,
             definition_codes,
             definition_owners,
+            self._text_scratch,
+            definition_ends,
             _LOWER,
             _MODIFIER_TABLE,
             _MODIFIER_LENGTHS,
@@ -219,11 +240,21 @@ class TrigramCollector:
         )
         self._text.append((codes[:n].copy(), owners[:n].copy()))
         self.pairs += n
+        owner_array = np.asarray(blobs, dtype=np.int64)
         if not folded:
             self._definitions.append(
                 (definition_codes[:n_def].copy(), definition_owners[:n_def].copy())
             )
+            written = int(definition_ends[-1]) if texts else 0
+            sizes = np.diff(definition_ends, prepend=np.int64(0))
+            self._definition_text.append(
+                (owner_array, sizes, self._text_scratch[:written].tobytes())
+            )
             return
+        found_text = [definition_text(data) for data in raw]
+        self._definition_text.append(
+            (owner_array, np.fromiter(map(len, found_text), np.int64), b"".join(found_text))
+        )
         for data, blob in zip(raw, blobs, strict=True):
             lines = [trigrams_of(fold(line)) for line in definition_lines(data)]
             found = distinct(np.concatenate([np.empty(0, np.uint32), *lines]))
@@ -231,10 +262,26 @@ class TrigramCollector:
                 (found.astype(np.uint32), np.full(len(found), blob, dtype=np.uint32))
             )
 
+    def definition_texts(self, n_blobs: int) -> pa.Array:
+        """Each of `n_blobs` blobs' definition lines (see `definition_text`), by blob ordinal:
+        large binary, empty for a blob never added."""
+        sizes = np.zeros(n_blobs, dtype=np.int64)
+        for blobs, blob_sizes, _ in self._definition_text:
+            sizes[blobs] = blob_sizes
+        offsets = np.zeros(n_blobs + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        # Blobs come in ascending order over all runs: their lines join in blob order.
+        data = b"".join(text for _, _, text in self._definition_text)
+        self._definition_text = []
+        return pa.LargeBinaryArray.from_buffers(
+            pa.large_binary(), n_blobs, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+        )
+
     def tables(self) -> tuple[TrigramTables, TrigramTables]:
         """The trigram dictionaries and postings of everything added: text, definition lines."""
         self._stamps = None
         self._scratch = np.empty((4, 0), dtype=np.uint32)
+        self._text_scratch = np.empty(0, dtype=np.uint8)
         # Many pairs are counted into every trigram (linear); a few (a small on-demand build)
         # are sorted, which beats passes over all 16M trigrams.
         many = self.pairs >= SMALL_PAIRS

@@ -11,6 +11,7 @@
     trigram_postings.arrow  blob (uint32)        (one slice per trigram; ascending blob rows)
     definition_trigrams.arrow, definition_trigram_postings.arrow
                     the same, over each blob's definition lines only
+    definition_lines.arrow  text (large binary): each blob's definition lines, by blob row
     entities.arrow  blob, parent (entity row, -1 at the top), start_line, end_line, name
                     (qualified: `Flask.route`), kind (the parser's node type)   by blob, pre-order
     references.arrow blob, entity (row, -1: the file), relation (import, invoke, inherit),
@@ -44,7 +45,7 @@ import pyarrow as pa
 
 from worker.index.analysis.segment_builder import SegmentTables
 
-FORMAT_VERSION: Final = 25
+FORMAT_VERSION: Final = 26
 """Bump on any change a reader of the old format would misread, or that changes what the
 analysis of a blob yields (2: definitions end on their own last line, postings grouped by
 term id; 3: each term's postings in chunk order, laid out by the one-pass sort; 4: the
@@ -60,7 +61,7 @@ declaration binds; 20: Kotlin is parsed; 21: Python's `super().name(` and a bare
 calls; 22: so are Ruby's calls without parentheses; 23: a call through a variable declared
 of a class is written as the class's; 24: the declarations read are Python's annotations,
 Java's, C#'s and C++'s parameters, Go's in signatures, none in comments or strings; 25: no
-C include in a comment or a string); readers
+C include in a comment or a string; 26: the definition lines' text); readers
 rebuild on mismatch, so old and new segments never mix."""
 COMPONENTS: Final = (
     "blobs",
@@ -71,6 +72,7 @@ COMPONENTS: Final = (
     "trigram_postings",
     "definition_trigrams",
     "definition_trigram_postings",
+    "definition_lines",
     "entities",
     "references",
 )
@@ -326,6 +328,25 @@ class TrigramLists:
         ]
 
 
+class BlobTexts:
+    """A large binary column of one text per blob row, sliced from its mapped buffers."""
+
+    def __init__(self, table: pa.Table) -> None:
+        arr = one_array(table.column("text"))
+        buffers = arr.buffers()
+        n = len(arr)
+        self._offsets = (
+            np.frombuffer(buffers[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
+            if n
+            else np.zeros(1, dtype=np.int64)
+        )
+        self._data = memoryview(buffers[2]) if n and buffers[2] is not None else memoryview(b"")
+
+    def __getitem__(self, blob: int) -> bytes:
+        """The text of a blob row."""
+        return bytes(self._data[self._offsets[blob] : self._offsets[blob + 1]])
+
+
 class Segment:
     """Read access to one segment's tables: term lookup, postings, chunk and blob columns."""
 
@@ -353,6 +374,7 @@ class Segment:
         self.definition_trigrams = TrigramLists(
             tables.definition_trigrams, tables.definition_trigram_postings
         )
+        self.definition_lines = BlobTexts(tables.definition_lines)
         self.blob_entity_start = column(tables.blobs, "entity_start")
         self.blob_entity_count = column(tables.blobs, "entity_count")
         self.blob_reference_start = column(tables.blobs, "reference_start")

@@ -16,6 +16,7 @@ from worker.index.analysis.trigrams import (
     TrigramCollector,
     TrigramTables,
     definition_lines,
+    definition_text,
     fold,
     trigrams_of,
 )
@@ -87,6 +88,28 @@ def test_postings_list_exactly_the_blobs_holding_each_trigram(texts: list[bytes]
     assert lists_of(definitions) == expected_lists(texts, definitions=True)
 
 
+@settings(max_examples=150, deadline=None)
+@given(texts_strategy)
+def test_each_blob_keeps_its_definition_lines_with_their_line_breaks(texts: list[bytes]) -> None:
+    """A blob's definition lines are kept as the slow way finds them, in blob order, and a
+    blob never added has none."""
+    collector = TrigramCollector()
+    collector.add(texts[:3], [2 * i for i in range(min(3, len(texts)))])
+    collector.add(texts[3:], [2 * i for i in range(3, len(texts))])
+    kept = collector.definition_texts(2 * len(texts) + 1).to_pylist()
+    expected = [b""] * (2 * len(texts) + 1)
+    for i, text in enumerate(texts):
+        expected[2 * i] = definition_text(text)
+    assert kept == expected
+
+
+def test_definition_text_keeps_each_lines_own_break() -> None:
+    """Definition lines in order, each with its line break; a last line has none to keep."""
+    assert definition_text(b"def a():\n  x = 1\nclass B: pass") == b"def a():\nclass B: pass"
+    assert definition_text(b"x\r\nstruct s {\r\n}\n") == b"struct s {\r\n"
+    assert definition_text(b"int x;\n") == b""
+
+
 def test_many_pairs_are_counted_into_the_same_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     """A segment with many pairs, added in batches and counted per trigram, gets the lists
     sorting would give."""
@@ -144,6 +167,11 @@ def test_a_segment_answers_which_blobs_hold_a_trigram(tmp_path: Path) -> None:
         assert segment.text_trigrams(trigrams_of(b"zzz"))[0].tolist() == []
         assert segment.definition_trigrams(trigrams_of(b"han"))[0].tolist() == [0]
         assert segment.definition_trigrams(trigrams_of(b"ret"))[0].tolist() == []
+        assert [segment.definition_lines[blob] for blob in range(3)] == [
+            b"def handle_request(self):\n",
+            b"",
+            b"",
+        ]
     _, stored = read_segment_tables(tmp_path / seg_id)
     assert np.array_equal(
         stored.trigram_postings.column("blob").to_numpy(),
