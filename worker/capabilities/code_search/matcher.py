@@ -67,6 +67,10 @@ class CompiledQuery:
             yield LineMatch(line_number, line_start, line_end, start, end)
             position = line_end + 1
 
+    def matches(self, data: bytes) -> bool:
+        """Whether any line of `data` matches."""
+        return next(self.lines(data), None) is not None
+
     def _first_match(self, data: bytes, position: int) -> tuple[int, int] | None:
         """Where the first match at or after `position` starts and ends, if there is one."""
         if self.literal is not None:

@@ -7,16 +7,19 @@ Ranking (deterministic; ties broken by path, then line number):
     file prior   = 0.5 + 0.2 * shallowness + 0.3 if a literal query is in the file name
                    - 0.3 under test, vendor or fixture directories
 
-A file's best possible score is known before it is read: its prior, and whether any of its
-definition lines can match (the index keeps the trigrams of definition lines apart). Files
-are verified best possible score first, and verification stops once no remaining file can
-reach the worst of the `max_results` hits kept, nor tie it with a path before its
-(`exhaustive` is then false). A query that needs every file verified and cannot finish
-within the request's time budget is TIMEOUT, with how far it got in the details.
+A file's best possible score is known before it is read: its prior, and whether one of its
+definition lines matches (the index keeps the trigrams of definition lines apart, and the
+lines themselves: the trigrams say which files may have one, the lines, looked at when the
+file comes up, whether it has). Files are verified best possible score first, and
+verification stops once no remaining file can reach the worst of the `max_results` hits
+kept, nor tie it with a path before its (`exhaustive` is then false). A query that needs
+every file verified and cannot finish within the request's time budget is TIMEOUT, with how
+far it got in the details.
 """
 
 from __future__ import annotations
 
+import heapq
 import threading
 import time
 import weakref
@@ -246,16 +249,32 @@ class Scan:
         self.exhaustive = True
 
     def run(self, rows: npt.NDArray[np.int64], *, definers: npt.NDArray[np.int64]) -> None:
-        """Verify `rows` best possible score first; `definers` may match on a definition line."""
+        """Verify `rows` best possible score first; `definers` may match on a definition line.
+
+        A definer's lines are looked at when it comes up: without a match among them, its
+        bound drops to that of a file without one, and it waits its turn again.
+        """
         paths = self.index.paths
         prior_array = self.index.priors(rows, self.compiled.needle)
-        quality = np.where(np.isin(rows, definers), 1.0, WHOLE_WORD_QUALITY)
-        bound_array = hit_score(quality, prior_array)
+        may_define = np.isin(rows, definers)
+        bound_array = hit_score(np.where(may_define, 1.0, WHOLE_WORD_QUALITY), prior_array)
+        plain_bounds = hit_score(WHOLE_WORD_QUALITY, prior_array).tolist()
         # Rows are in path order: ties in bound are visited in path order.
         order = np.lexsort((rows, -bound_array)).tolist()
         ordered_rows, bounds, priors = rows.tolist(), bound_array.tolist(), prior_array.tolist()
-        for position, at in enumerate(order):
-            row, bound, prior = ordered_rows[at], bounds[at], priors[at]
+        unchecked = may_define.tolist()
+        demoted: list[tuple[float, int, int]] = []
+        """(-bound, row, at) of the definers whose lines did not match: merged into `order`."""
+        position = 0
+        while position < len(order) or demoted:
+            at = order[position] if position < len(order) else -1
+            if at < 0 or (demoted and demoted[0][:2] < (-bounds[at], ordered_rows[at])):
+                _, _, at = heapq.heappop(demoted)
+                bound = plain_bounds[at]
+            else:
+                position += 1
+                bound = bounds[at]
+            row, prior = ordered_rows[at], priors[at]
             if time.monotonic() > self.deadline:
                 raise Timeout(
                     "code.search ran out of its time budget verifying candidate files; "
@@ -264,7 +283,7 @@ class Scan:
                     index=self.source,
                     candidate_files=len(rows),
                     files_scanned=self.scanned,
-                    files_left=len(rows) - position,
+                    files_left=len(order) - position + len(demoted) + 1,
                 )
             worst = self.top.worst()
             if self.total >= self.max_matches or (
@@ -275,6 +294,11 @@ class Scan:
             ):
                 self.exhaustive = False
                 return
+            if unchecked[at]:
+                unchecked[at] = False
+                if not self.compiled.matches(self.index.definition_text(row)):
+                    heapq.heappush(demoted, (-plain_bounds[at], row, at))
+                    continue
             self._verify(row, prior)
 
     def _verify(self, row: int, prior: float) -> None:

@@ -43,6 +43,8 @@ class TrigramView:
         self._segments = index.segments
         segment_of_row = index.path_segment
         blob_of_row = index.path_blob
+        self._segment_of_row = segment_of_row
+        self._blob_of_row = blob_of_row
         # Per segment: its paths' rows ordered by blob row, to map blob rows back to paths.
         self._rows: list[RowIndex] = []
         self._blobs: list[npt.NDArray[np.int64]] = []
@@ -63,6 +65,12 @@ class TrigramView:
     def oid(self, row: int) -> bytes:
         """The raw blob id of a row."""
         return bytes(self._oids[row])
+
+    def definition_text(self, row: int) -> bytes:
+        """A row's definition lines (those `DEFINITION_LINE` accepts), each with its line
+        break, as its segment keeps them: no blob is read."""
+        segment = self._segments[int(self._segment_of_row[row])]
+        return segment.definition_lines[int(self._blob_of_row[row])]
 
     def candidates(self, query: TrigramQuery, *, definitions: bool = False) -> RowIndex:
         """Rows (ascending, i.e. in path order) whose blob may match `query`.

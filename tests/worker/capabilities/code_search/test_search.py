@@ -170,3 +170,46 @@ def test_a_scan_stops_counting_after_its_match_budget(
     assert not capped.exhaustive
     assert full.total // 3 <= capped.total < full.total
     assert capped.scanned < full.scanned
+
+
+UNSIGNED_FIELD = r"\bu32 [a-z_]+;"
+DECLARES = "struct config {\n\tu32 flags;\n};\n#define AS_U32(x) ((u32 )(x))\n"
+"""Definition lines holding the pattern's trigrams, none matching it: a match off them."""
+DEFINES = "struct inline_config { u32 flags; };\n"
+
+
+@pytest.fixture(scope="module")
+def declaring_files(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[pygit2.Repository, TrigramView]:
+    files: dict[str, Content] = {f"f{n:02d}.h": DECLARES for n in range(30)}
+    files["z_defines.h"] = DEFINES
+    root = tmp_path_factory.mktemp("declaring")
+    git, head = make_repo(root / "repo", files)
+    store = IndexStore(root / "cache")
+    return git, TrigramView(store.open("acme/declaring", git, head, deadline=time.monotonic() + 60))
+
+
+def test_a_file_whose_definition_lines_do_not_match_waits_for_its_plain_hits(
+    declaring_files: tuple[pygit2.Repository, TrigramView],
+) -> None:
+    """Every file's definition lines hold the pattern's trigrams, one file's match it: that
+    file's hit comes first and is found without verifying the others, and each answer is
+    the one verifying every file gives."""
+    repo, view = declaring_files
+    definers = view.candidates(
+        compile_query(UNSIGNED_FIELD, regex=True, ignore_case=False, max_mem=1 << 20).plan,
+        definitions=True,
+    )
+    assert len(definers) == 31
+    full = scan(repo, view, UNSIGNED_FIELD, 10_000, regex=True)
+    assert full.exhaustive
+    assert full.scanned == 31
+    first = scan(repo, view, UNSIGNED_FIELD, 1, regex=True)
+    assert [view.paths[f.row] for f in first.top.best()] == ["z_defines.h"]
+    assert first.scanned == 1
+    for size in (2, 5, 30, 31, 40):
+        early = scan(repo, view, UNSIGNED_FIELD, size, regex=True)
+        assert [(f.score, f.row, f.line.line_number) for f in early.top.best()] == [
+            (f.score, f.row, f.line.line_number) for f in full.top.best()
+        ][:size]
