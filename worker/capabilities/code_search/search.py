@@ -263,8 +263,8 @@ class Scan:
         order = np.lexsort((rows, -bound_array)).tolist()
         ordered_rows, bounds, priors = rows.tolist(), bound_array.tolist(), prior_array.tolist()
         unchecked = may_define.tolist()
+        # (-bound, row, at) of the definers whose lines did not match, merged into `order`.
         demoted: list[tuple[float, int, int]] = []
-        """(-bound, row, at) of the definers whose lines did not match: merged into `order`."""
         position = 0
         while position < len(order) or demoted:
             at = order[position] if position < len(order) else -1

@@ -95,6 +95,16 @@ DEFINED = "def handle_request(request):\n    return handle_request\n"
 USED = "x = handle_request(1)\ny = prehandle_requests\n"
 
 
+def indexed(
+    tmp_path_factory: pytest.TempPathFactory, name: str, files: dict[str, Content]
+) -> tuple[pygit2.Repository, TrigramView]:
+    """A repository of `files` and the trigram view of its head."""
+    root = tmp_path_factory.mktemp(name)
+    git, head = make_repo(root / "repo", files)
+    store = IndexStore(root / "cache")
+    return git, TrigramView(store.open(f"acme/{name}", git, head, deadline=time.monotonic() + 60))
+
+
 @pytest.fixture(scope="module")
 def many_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[pygit2.Repository, TrigramView]:
     files: dict[str, Content] = {}
@@ -102,10 +112,7 @@ def many_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[pygit2.Reposit
         folders = ["tests"] * (n % 7 == 0) + ["d"] * (n % 6)
         files["/".join([*folders, f"f{n:02d}.py"])] = DEFINED if n % 5 == 0 else USED
     files["handle_request.py"] = USED
-    root = tmp_path_factory.mktemp("many")
-    git, head = make_repo(root / "repo", files)
-    store = IndexStore(root / "cache")
-    return git, TrigramView(store.open("acme/many", git, head, deadline=time.monotonic() + 60))
+    return indexed(tmp_path_factory, "many", files)
 
 
 def scan(
@@ -133,6 +140,11 @@ def scan(
     return done
 
 
+def keys(view: TrigramView, found: list[Found]) -> list[tuple[float, str, int]]:
+    """Hits as their rank keys: score, path, line."""
+    return [(f.score, view.paths[f.row], f.line.line_number) for f in found]
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     size=st.integers(min_value=1, max_value=30),
@@ -148,11 +160,7 @@ def test_stopping_early_returns_the_same_hits_as_verifying_every_file(
     early = scan(repo, view, query[0], size, regex=query[1])
     full = scan(repo, view, query[0], 10_000, regex=query[1])
     assert full.exhaustive
-
-    def keys(found: list[Found]) -> list[tuple[float, str, int]]:
-        return [(f.score, view.paths[f.row], f.line.line_number) for f in found]
-
-    assert keys(early.top.best()) == keys(full.top.best())[:size]
+    assert keys(view, early.top.best()) == keys(view, full.top.best())[:size]
     if not early.exhaustive:
         assert early.scanned < full.scanned
         assert early.total < full.total
@@ -184,10 +192,7 @@ def declaring_files(
 ) -> tuple[pygit2.Repository, TrigramView]:
     files: dict[str, Content] = {f"f{n:02d}.h": DECLARES for n in range(30)}
     files["z_defines.h"] = DEFINES
-    root = tmp_path_factory.mktemp("declaring")
-    git, head = make_repo(root / "repo", files)
-    store = IndexStore(root / "cache")
-    return git, TrigramView(store.open("acme/declaring", git, head, deadline=time.monotonic() + 60))
+    return indexed(tmp_path_factory, "declaring", files)
 
 
 def test_a_file_whose_definition_lines_do_not_match_waits_for_its_plain_hits(
@@ -210,6 +215,4 @@ def test_a_file_whose_definition_lines_do_not_match_waits_for_its_plain_hits(
     assert first.scanned == 1
     for size in (2, 5, 30, 31, 40):
         early = scan(repo, view, UNSIGNED_FIELD, size, regex=True)
-        assert [(f.score, f.row, f.line.line_number) for f in early.top.best()] == [
-            (f.score, f.row, f.line.line_number) for f in full.top.best()
-        ][:size]
+        assert keys(view, early.top.best()) == keys(view, full.top.best())[:size]
