@@ -270,9 +270,17 @@ class TrigramCollector:
             sizes[blobs] = blob_sizes
         offsets = np.zeros(n_blobs + 1, dtype=np.int64)
         np.cumsum(sizes, out=offsets[1:])
-        # Blobs come in ascending order over all runs: their lines join in blob order.
-        data = b"".join(text for _, _, text in self._definition_text)
-        self._definition_text = []
+        # Blobs come in ascending order over all runs: their lines join in blob order. Each
+        # run's are let go once copied, so a build holds them all once, not twice.
+        data = np.empty(int(offsets[-1]), dtype=np.uint8)
+        at = 0
+        parts, self._definition_text = self._definition_text, []
+        parts.reverse()
+        while parts:
+            text = parts.pop()[2]
+            data[at : at + len(text)] = np.frombuffer(text, dtype=np.uint8)
+            at += len(text)
+            del text
         return pa.LargeBinaryArray.from_buffers(
             pa.large_binary(), n_blobs, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
         )
