@@ -96,12 +96,6 @@ def needs_full_fold(data: bytes) -> bool:
     return not data.isascii() and (_KELVIN in data or _LONG_S in data)
 
 
-def definition_lines(data: bytes) -> list[bytes]:
-    """The lines of `data` that DEFINITION_LINE accepts (the slow way, for tests and rare
-    texts)."""
-    return [line for line in data.split(b"\n") if DEFINITION_LINE.match(line)]
-
-
 def definition_text(data: bytes) -> bytes:
     """The lines of `data` that DEFINITION_LINE accepts, each with its own line break (the
     last line may have none), as a segment stores them (the slow way, for tests and rare
@@ -255,8 +249,8 @@ class TrigramCollector:
         self._definition_text.append(
             (owner_array, np.fromiter(map(len, found_text), np.int64), b"".join(found_text))
         )
-        for data, blob in zip(raw, blobs, strict=True):
-            lines = [trigrams_of(fold(line)) for line in definition_lines(data)]
+        for text_of_blob, blob in zip(found_text, blobs, strict=True):
+            lines = [trigrams_of(fold(line)) for line in text_of_blob.split(b"\n")]
             found = distinct(np.concatenate([np.empty(0, np.uint32), *lines]))
             self._definitions.append(
                 (found.astype(np.uint32), np.full(len(found), blob, dtype=np.uint32))
@@ -280,7 +274,6 @@ class TrigramCollector:
             text = parts.pop()[2]
             data[at : at + len(text)] = np.frombuffer(text, dtype=np.uint8)
             at += len(text)
-            del text
         return pa.LargeBinaryArray.from_buffers(
             pa.large_binary(), n_blobs, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
         )

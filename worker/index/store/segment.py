@@ -250,6 +250,19 @@ def column(table: pa.Table, name: str) -> npt.NDArray[Any]:
     return view
 
 
+def binary_buffers(
+    arr: pa.Array, offset_type: type[np.int32] | type[np.int64]
+) -> tuple[npt.NDArray[Any], memoryview]:
+    """A (large) binary or string array's offsets (one past the last value too) and data, as
+    views of its buffers: no copy, so a mapped column is read a page at a time."""
+    n = len(arr)
+    if not n:
+        return np.zeros(1, dtype=offset_type), memoryview(b"")
+    buffers = arr.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=offset_type)[arr.offset : arr.offset + n + 1]
+    return offsets, memoryview(buffers[2]) if buffers[2] is not None else memoryview(b"")
+
+
 class TermDictionary:
     """Binary search over a sorted `term, start, count` table without materialising the terms.
 
@@ -268,13 +281,7 @@ class TermDictionary:
         self.count = column(table, "count")
         arr = one_array(table.column("term"))
         self.n = len(arr)
-        buffers = arr.buffers()
-        self.offsets = (
-            np.frombuffer(buffers[1], dtype=np.int32)[arr.offset : arr.offset + self.n + 1]
-            if self.n
-            else np.zeros(1, dtype=np.int32)
-        )
-        self.data = memoryview(buffers[2]) if self.n and buffers[2] is not None else memoryview(b"")
+        self.offsets, self.data = binary_buffers(arr, np.int32)
         self._samples: list[bytes] | None = None
 
     def _sampled(self) -> list[bytes]:
@@ -332,15 +339,7 @@ class BlobTexts:
     """A large binary column of one text per blob row, sliced from its mapped buffers."""
 
     def __init__(self, table: pa.Table) -> None:
-        arr = one_array(table.column("text"))
-        buffers = arr.buffers()
-        n = len(arr)
-        self._offsets = (
-            np.frombuffer(buffers[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
-            if n
-            else np.zeros(1, dtype=np.int64)
-        )
-        self._data = memoryview(buffers[2]) if n and buffers[2] is not None else memoryview(b"")
+        self._offsets, self._data = binary_buffers(one_array(table.column("text")), np.int64)
 
     def __getitem__(self, blob: int) -> bytes:
         """The text of a blob row."""

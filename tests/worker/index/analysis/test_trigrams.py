@@ -15,7 +15,6 @@ from worker.index.analysis.trigrams import (
     DEFINITION_LINE,
     TrigramCollector,
     TrigramTables,
-    definition_lines,
     definition_text,
     fold,
     trigrams_of,
@@ -50,7 +49,7 @@ def lists_of(tables: TrigramTables) -> dict[int, list[int]]:
 def expected_lists(texts: list[bytes], *, definitions: bool) -> dict[int, list[int]]:
     expected: dict[int, list[int]] = {}
     for i, text in enumerate(texts):
-        parts = definition_lines(text) if definitions else [text]
+        parts = definition_text(text).split(b"\n") if definitions else [text]
         found = set()
         for part in parts:
             found.update(trigrams_of(fold(part)).tolist())
@@ -144,7 +143,7 @@ def test_definition_lines_are_found_in_any_language() -> None:
         assert DEFINITION_LINE.match(line), line
     for line in missed:
         assert not DEFINITION_LINE.match(line), line
-    assert definition_lines(b"\n".join(found + missed)) == found
+    assert definition_text(b"\n".join(found + missed)) == b"".join(f + b"\n" for f in found)
 
 
 def test_a_segment_answers_which_blobs_hold_a_trigram(tmp_path: Path) -> None:
