@@ -6,9 +6,11 @@ Layout under the cache (the mirror is the only writer; every directory appears b
     <cache>/index/<owner>/<name>/commits/<commit sha>/    manifest + the commit's path view
 
 A new commit reuses the segments of the newest stored commit for every blob they hold and
-analyses the rest into one new segment (one per process with `workers`). Segments no live
-blob needs are dropped from the commit; when a commit would need more than MAX_SEGMENTS,
-the small ones are re-analysed into one so a query touches few segments.
+analyses the rest into new segments of about SEGMENT_BYTES of source each (see
+`shared_runs` for `workers`). Segments no live blob needs are dropped from the commit; when
+a commit would need more than MAX_SEGMENTS segments that are not full, the small ones but
+the largest are re-analysed into one, so a query touches few segments beyond those a
+repository's size needs.
 
 The new commit's view is carried over from the stored commit's: only the files that differ
 between the two trees are listed, looked up and analysed. Its whole tree is listed only
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -49,7 +51,12 @@ from worker.index.store.shared_runs import BlobList, analyse_runs, blob_sources
 from worker.index.store.tree_listing import tree_blobs
 
 log = structlog.get_logger(__name__)
+SEGMENT_BYTES: Final = 128 << 20
+"""Source bytes analysed into one segment, about: a build holds several times a segment's
+source in memory until the segment is written, so a bounded segment bounds a build's memory
+whatever the repository's size (zoekt's shards are bounded alike)."""
 MAX_SEGMENTS: Final = 8
+"""Segments of a commit that are not full (see `is_full`), at most."""
 STEAL_BYTES: Final = 4 << 20
 """Bytes of blobs a build worker takes from the shared list at a time, at most; a build
 runs in a worker per run of this many bytes, up to the workers asked for."""
@@ -84,16 +91,47 @@ def newest_view(index_dir: Path) -> StoredView | None:
     return None
 
 
+def is_full(segment: Segment) -> bool:
+    """Whether a segment holds at least half of SEGMENT_BYTES of source: a build's bulk,
+    not the few blobs a later commit added (which a commit may gather many of)."""
+    return segment.source_bytes >= SEGMENT_BYTES // 2
+
+
+def too_many_segments(segments: Sequence[Segment]) -> bool:
+    """Whether a commit of these segments and one more new one would have more than
+    MAX_SEGMENTS that are not full."""
+    return sum(not is_full(s) for s in segments) + 1 > MAX_SEGMENTS
+
+
 def analyse(
     repo: pygit2.Repository,
     items: Sequence[tuple[str, bytes]],
     max_blob_bytes: int,
     check_deadline: Callable[[int, int], None] | None = None,
-) -> tuple[str, SegmentTables]:
-    """Analyse blobs into the tables of one segment, with its content address."""
-    builder = SegmentBuilder(max_blob_bytes, check_deadline=check_deadline)
-    builder.add(blob_sources(repo, items, max_blob_bytes), total=len(items))
-    return segment_id([oid for _, oid in items]), builder.tables()
+) -> Iterator[tuple[str, SegmentTables]]:
+    """Analyse blobs into the tables of segments of about SEGMENT_BYTES of source each,
+    with their content addresses; each segment's as soon as its blobs are analysed."""
+    segment_bytes = SEGMENT_BYTES
+    odb = repo.odb
+    sizes = [odb.read_header(pygit2.Oid(raw=oid))[1] for _, oid in items]
+    start = 0
+    while start < len(items):
+        stop, analysed = start, 0
+        while stop < len(items) and analysed < segment_bytes:
+            analysed += sizes[stop] if sizes[stop] <= max_blob_bytes else 0
+            stop += 1
+
+        def progress(done: int, total: int, first: int = start) -> None:
+            assert check_deadline is not None
+            check_deadline(first + done, total)
+
+        builder = SegmentBuilder(
+            max_blob_bytes, check_deadline=None if check_deadline is None else progress
+        )
+        part = items[start:stop]
+        builder.add(blob_sources(repo, part, max_blob_bytes, sizes[start:stop]), total=len(items))
+        yield segment_id([oid for _, oid in part]), builder.tables()
+        start = stop
 
 
 def _live_segments(
@@ -140,13 +178,12 @@ def build_commit_index(
     reused = _live_segments([] if base is None else base.segments, entries)
     where, skipped = blob_locations(reused)
     missing = missing_blobs(entries, where, skipped)
-    if len(reused) + 1 > MAX_SEGMENTS:
+    if too_many_segments(reused):
         # Fold the small segments back into one: their live blobs are analysed again.
-        reused.sort(key=lambda s: -s.n_blobs)
-        keep = reused[:1]
-        where, skipped = blob_locations(keep)
+        small = sorted((s for s in reused if not is_full(s)), key=lambda s: -s.source_bytes)
+        reused = [s for s in reused if is_full(s)] + small[:1]
+        where, skipped = blob_locations(reused)
         missing = missing_blobs(entries, where, skipped)
-        reused = keep
     new_ids, ahead = _analyse_missing(
         repo, missing, max_blob_bytes, segments_dir, workers, meanwhile=lambda: path_terms(entries)
     )
@@ -190,7 +227,7 @@ def _carried_index(
         )
         return [Segment.open(segments_dir / s) for s in new_ids], ahead
 
-    carried = carry(repo, commit, base, analysed, max_segments=MAX_SEGMENTS)
+    carried = carry(repo, commit, base, analysed, too_many=too_many_segments)
     if carried is None:
         return None
     ids = [s.id for s in carried.segments]
@@ -236,9 +273,11 @@ def _analyse_missing(
         blob_list = BlobList.of(missing, sizes, max_blob_bytes)
         n_workers = _workers_for(int(blob_list.ends[-1]), workers)
     if blob_list is None or n_workers == 1:
-        seg_id, tables = analyse(repo, missing, max_blob_bytes)
-        write_segment(segments_dir, seg_id, tables)
-        return [seg_id], None
+        new_ids = []
+        for seg_id, tables in analyse(repo, missing, max_blob_bytes):
+            write_segment(segments_dir, seg_id, tables)
+            new_ids.append(seg_id)
+        return new_ids, None
     pool = build_workers.build_pool(n_workers)
     try:
         futures = [
@@ -250,12 +289,13 @@ def _analyse_missing(
                 segments_dir=str(segments_dir),
                 take_bytes=STEAL_BYTES,
                 n_workers=n_workers,
+                segment_bytes=SEGMENT_BYTES,
             )
             for _ in range(n_workers)
         ]
         # On a core the workers share: they take fewer runs while this runs.
         ahead = meanwhile()
-        new_ids = [seg for f in futures if (seg := f.result()) is not None]
+        new_ids = [seg for f in futures for seg in f.result()]
     except BaseException:
         pool.executor.shutdown(wait=True, cancel_futures=True)
         raise
@@ -319,7 +359,7 @@ def carried_in_memory(
         check_deadline(0, len(missing))
         return _analysed_in_memory(repo, missing, max_blob_bytes, check_deadline, scratch_dir), None
 
-    return carry(repo, commit, base, analysed, max_segments=MAX_SEGMENTS)
+    return carry(repo, commit, base, analysed, too_many=too_many_segments)
 
 
 def _analysed_in_memory(
@@ -329,11 +369,11 @@ def _analysed_in_memory(
     check_deadline: Callable[[int, int], None],
     scratch_dir: Path | None,
 ) -> list[Segment]:
-    """The missing blobs analysed into a segment kept in memory, or written under
+    """The missing blobs analysed into segments kept in memory, or written under
     `scratch_dir` and mapped (none if nothing is missing)."""
-    if not missing:
-        return []
-    seg_id, tables = analyse(repo, missing, max_blob_bytes, check_deadline)
-    if scratch_dir is not None:
-        return [Segment.open(write_segment(scratch_dir, seg_id, tables))]
-    return [Segment(seg_id, tables)]
+    return [
+        Segment(seg_id, tables)
+        if scratch_dir is None
+        else Segment.open(write_segment(scratch_dir, seg_id, tables))
+        for seg_id, tables in analyse(repo, missing, max_blob_bytes, check_deadline)
+    ]

@@ -64,11 +64,11 @@ def carry(
     base: StoredView,
     analyse: Analyse,
     *,
-    max_segments: int,
+    too_many: Callable[[list[Segment]], bool],
 ) -> Carried | None:
     """The segments and view of `commit` from the stored index `base` and the files that
     differ; None when it cannot be: `base`'s commit is not in the repository, or the
-    segments would number more than `max_segments` (they are folded from the whole tree).
+    segments `too_many` says are too many with one more (they are folded from the whole tree).
 
     Only the files that differ are listed and looked up, and the blobs no segment of
     `base` holds analysed; the base's segments no path needs any more are dropped.
@@ -82,7 +82,7 @@ def carry(
     used[column(base.tables.paths, "segment")[keep]] = True
     used[[s for s, _ in where.values()]] = True
     live = np.flatnonzero(used)
-    if len(live) + 1 > max_segments:
+    if too_many([base.segments[i] for i in live.tolist()]):
         return None
     missing = missing_blobs(changes.came, where, skipped)
     new_segments, ahead = analyse(missing, lambda: path_terms(changes.came))

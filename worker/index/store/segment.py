@@ -382,6 +382,9 @@ class Segment:
         self._kind = tables.chunks.column("kind")
         self._language = tables.blobs.column("language")
         self._oid = tables.blobs.column("oid")
+        sizes = column(tables.blobs, "size")
+        self.source_bytes = int(sizes[self.blob_indexed].sum())
+        """Bytes of the blobs it analysed (those it holds as too large or binary aside)."""
 
     @classmethod
     def open(cls, seg_dir: Path) -> Segment:

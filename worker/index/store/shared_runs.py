@@ -3,7 +3,7 @@
 A build with several workers hands each the same packed list of (path, oid) pairs; each takes
 the next run of about `take_bytes` from a counter they share (see `build_workers`), analyses
 it, and takes another until none is left, so the workers finish together whatever each run
-costs. Each writes what it took as one segment.
+costs. Each writes what it took as segments of about `segment_bytes` of source each.
 """
 
 from __future__ import annotations
@@ -120,44 +120,66 @@ def analyse_runs(
     segments_dir: str,
     take_bytes: int,
     n_workers: int,
-) -> str | None:
+    segment_bytes: int,
+) -> list[str]:
     """Worker: analyse runs of blobs taken from the shared list until none is left; write
-    what it took as one segment (None if it took nothing)."""
-    started = time.perf_counter()
-    usage = resource.getrusage(resource.RUSAGE_SELF)
+    what it took as segments of about `segment_bytes` of analysed source each (none if it
+    took nothing)."""
+    repo = pygit2.Repository(repo_path)
     items = blob_list.items()
     ends = blob_list.ends.tolist()
     sizes = blob_list.sizes.tolist()
-    repo = pygit2.Repository(repo_path)
-    taken: list[tuple[str, bytes]] = []
-    builder = SegmentBuilder(max_blob_bytes)
-    # Each run is analysed before the next is taken: gathered into the builder's batches,
-    # runs taken near the end would wait behind others while the other worker idles.
+    written: list[str] = []
     while True:
-        start, stop = take_run(ends, take_bytes, n_workers)
-        if start >= stop:
-            break
-        taken.extend(items[start:stop])
-        builder.add(blob_sources(repo, items[start:stop], max_blob_bytes, sizes[start:stop]))
-    if not taken:
-        return None
-    seg_id = segment_id([oid for _, oid in taken])
-    tables = builder.tables()
-    writing = time.perf_counter()
-    write_segment(Path(segments_dir), seg_id, tables)
-    used = resource.getrusage(resource.RUSAGE_SELF)
-    log.info(
-        "search.index.worker",
-        blobs=len(taken),
-        mb_analysed=round(builder.bytes_analysed / 1e6, 1),
-        seconds=round(time.perf_counter() - started, 2),
-        phases={k: round(v, 2) for k, v in builder.phase_seconds.items()},
-        write_seconds=round(time.perf_counter() - writing, 2),
-        cpu_seconds={
-            "user": round(used.ru_utime - usage.ru_utime, 2),
-            "system": round(used.ru_stime - usage.ru_stime, 2),
-        },
-        page_faults=used.ru_minflt - usage.ru_minflt,
-        peak_rss_mb=used.ru_maxrss >> 10,
-    )
-    return seg_id
+        # Each run is analysed before the next is taken: gathered into the builder's
+        # batches, runs taken near the end would wait behind others while another worker
+        # idles.
+        part = _SegmentPart(repo, max_blob_bytes)
+        while part.builder.bytes_analysed < segment_bytes:
+            start, stop = take_run(ends, take_bytes, n_workers)
+            if start >= stop:
+                break
+            part.add(items[start:stop], sizes[start:stop])
+        if not part.taken:
+            return written
+        written.append(part.write(Path(segments_dir)))
+
+
+class _SegmentPart:
+    """The runs a worker analyses into one segment, and what it took."""
+
+    def __init__(self, repo: pygit2.Repository, max_blob_bytes: int) -> None:
+        self.repo = repo
+        self.max_blob_bytes = max_blob_bytes
+        self.builder = SegmentBuilder(max_blob_bytes)
+        self.taken: list[tuple[str, bytes]] = []
+        self.started = time.perf_counter()
+        self.usage = resource.getrusage(resource.RUSAGE_SELF)
+
+    def add(self, items: Sequence[tuple[str, bytes]], sizes: Sequence[int]) -> None:
+        self.taken.extend(items)
+        self.builder.add(blob_sources(self.repo, items, self.max_blob_bytes, sizes))
+
+    def write(self, segments_dir: Path) -> str:
+        """Write the segment; returns its id."""
+        builder = self.builder
+        seg_id = segment_id([oid for _, oid in self.taken])
+        tables = builder.tables()
+        writing = time.perf_counter()
+        write_segment(segments_dir, seg_id, tables)
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        log.info(
+            "search.index.worker",
+            blobs=len(self.taken),
+            mb_analysed=round(builder.bytes_analysed / 1e6, 1),
+            seconds=round(time.perf_counter() - self.started, 2),
+            phases={k: round(v, 2) for k, v in builder.phase_seconds.items()},
+            write_seconds=round(time.perf_counter() - writing, 2),
+            cpu_seconds={
+                "user": round(used.ru_utime - self.usage.ru_utime, 2),
+                "system": round(used.ru_stime - self.usage.ru_stime, 2),
+            },
+            page_faults=used.ru_minflt - self.usage.ru_minflt,
+            peak_rss_mb=used.ru_maxrss >> 10,
+        )
+        return seg_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -23,6 +24,7 @@ from worker.index.store import blob_places, build_workers
 from worker.index.store import build as build_module
 from worker.index.store.commit_view import CommitTables, read_commit_tables, read_manifest
 from worker.index.store.segment import Segment, release_mapped_pages, segment_id
+from worker.index.store.shared_runs import MIN_STEAL_BYTES
 
 REPO_ID = "acme/widgets"
 
@@ -540,6 +542,85 @@ def test_a_build_splits_into_workers_by_bytes_not_blobs(
     assert [pool.size for pool in pools_handed] == pool_sizes
     asked = set().union(*_segment_oids(tmp_path / "asked", commit).values())
     assert asked == set().union(*_segment_oids(tmp_path / "alone", commit).values())
+
+
+@pytest.mark.parametrize("workers", [None, 2])
+def test_a_build_writes_segments_of_bounded_source(
+    make_repo: Callable[[str], RepoFactory],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    workers: int | None,
+) -> None:
+    """A build closes a segment once it holds SEGMENT_BYTES of source (a build's memory
+    grows with a segment, not with the repository): every blob in exactly one segment, and
+    the same hits as a build into one segment."""
+    files = {
+        f"pkg/mod_{i:02d}.py": "".join(
+            f"def f_{i}_{j}(x):\n    return x + {j}\n" for j in range(800)
+        ).encode()
+        for i in range(60)
+    }
+    factory = make_repo("bounded")
+    commit = factory.commit(files)
+    build_commit_index(tmp_path / "whole", REPO_ID, factory.repo, commit)
+    monkeypatch.setattr(build_module, "STEAL_BYTES", MIN_STEAL_BYTES)
+    monkeypatch.setattr(build_module, "SEGMENT_BYTES", 300 << 10)
+    build_commit_index(tmp_path / "bounded", REPO_ID, factory.repo, commit, workers=workers)
+    segments = _segments(tmp_path / "bounded", commit)
+    # A segment takes blobs (a worker, runs of them) until it holds the budget.
+    overshoot = max(map(len, files.values())) + (MIN_STEAL_BYTES if workers else 0)
+    assert len(segments) >= sum(map(len, files.values())) // ((300 << 10) + overshoot)
+    assert all(s.source_bytes < (300 << 10) + overshoot for s in segments)
+    oids = [oid for s in segments for oid in s.oids()]
+    assert len(oids) == len(set(oids)) == len(files)
+    for query in ("f_17_3 x", "return x"):
+        got = take(open_index(tmp_path / "bounded", factory.repo, commit).ranked(query))
+        want = take(open_index(tmp_path / "whole", factory.repo, commit).ranked(query))
+        assert [(h.path, h.start_line, h.end_line) for h in got] == [
+            (h.path, h.start_line, h.end_line) for h in want
+        ]
+
+
+def test_folding_small_segments_keeps_the_full_ones(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Commits that each add a small segment are folded once more than MAX_SEGMENTS are not
+    full: the small ones are analysed again into one, the full ones stay as they are."""
+    monkeypatch.setattr(build_module, "SEGMENT_BYTES", 1000)
+    monkeypatch.setattr(build_module, "MAX_SEGMENTS", 3)
+    files = handler_files(120)
+    factory = make_repo("folded")
+    cache = tmp_path / "cache"
+    commits = [factory.commit(files)]
+    build_commit_index(cache, REPO_ID, factory.repo, commits[0])
+    full = {s.id for s in _segments(cache, commits[0]) if build_module.is_full(s)}
+    assert len(full) >= 4
+    counts = []
+    for i in range(5):
+        files = {**files, f"pkg/new_{i}.py": f"def added_{i}():\n    return {i}\n".encode()}
+        commits.append(factory.commit(files))
+        with capture_logs() as logs:
+            build_commit_index(cache, REPO_ID, factory.repo, commits[-1])
+        # Only the new blob, and when folding the small segments' few: not a full one's.
+        (built,) = [e for e in logs if e["event"] == "search.index.built"]
+        assert built["analysed_blobs"] < 10
+        segments = _segments(cache, commits[-1])
+        assert full <= {s.id for s in segments}
+        counts.append(sum(not build_module.is_full(s) for s in segments))
+    # Each commit adds a small segment until one more would be too many: then the small
+    # ones but the largest are folded into one, with the new blob.
+    assert counts[1] == counts[0] + 1
+    assert max(counts) <= 3
+    assert any(after < before for before, after in itertools.pairwise(counts))
+    hits = take(open_index(cache, factory.repo, commits[-1]).ranked("added_4"))
+    assert hits[0].path == "pkg/new_4.py"
+
+
+def _segments(cache: Path, commit: str) -> list[Segment]:
+    base = cache / "index" / "acme" / "widgets"
+    manifest = json.loads((base / "commits" / commit / "manifest.json").read_text())
+    return [Segment.open(base / "segments" / s) for s in manifest["segments"]]
 
 
 def test_blob_locations_first_segment_wins() -> None:
