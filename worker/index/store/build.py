@@ -109,8 +109,9 @@ def analyse(
     max_blob_bytes: int,
     check_deadline: Callable[[int, int], None] | None = None,
 ) -> Iterator[tuple[str, SegmentTables]]:
-    """Analyse blobs into the tables of segments of about SEGMENT_BYTES of source each,
-    with their content addresses; each segment's as soon as its blobs are analysed."""
+    """Analyse blobs into the tables of segments of about SEGMENT_BYTES each (a blob too
+    large to analyse weighs nothing), with their content addresses; each segment's as soon
+    as its blobs are analysed."""
     segment_bytes = SEGMENT_BYTES
     odb = repo.odb
     sizes = [odb.read_header(pygit2.Oid(raw=oid))[1] for _, oid in items]

@@ -123,8 +123,8 @@ def analyse_runs(
     segment_bytes: int,
 ) -> list[str]:
     """Worker: analyse runs of blobs taken from the shared list until none is left; write
-    what it took as segments of about `segment_bytes` of analysed source each (none if it
-    took nothing)."""
+    what it took as segments of about `segment_bytes` each, weighed as `BlobList` weighs
+    blobs (none if it took nothing)."""
     repo = pygit2.Repository(repo_path)
     items = blob_list.items()
     ends = blob_list.ends.tolist()
@@ -135,11 +135,13 @@ def analyse_runs(
         # batches, runs taken near the end would wait behind others while another worker
         # idles.
         part = _SegmentPart(repo, max_blob_bytes)
-        while part.builder.bytes_analysed < segment_bytes:
+        weight = 0
+        while weight < segment_bytes:
             start, stop = take_run(ends, take_bytes, n_workers)
             if start >= stop:
                 break
             part.add(items[start:stop], sizes[start:stop])
+            weight += ends[stop - 1] - (ends[start - 1] if start else 0)
         if not part.taken:
             return written
         written.append(part.write(Path(segments_dir)))
