@@ -19,12 +19,14 @@ from structlog.testing import capture_logs
 from tests.worker.index.conftest import RepoFactory, handler_files
 from worker.errors import Timeout
 from worker.index import CommitIndex, IndexStore, SearchHit, build_commit_index
+from worker.index.analysis import segment_builder
 from worker.index.analysis.segment_builder import BlobSource, SegmentBuilder
 from worker.index.store import blob_places, build_workers
 from worker.index.store import build as build_module
 from worker.index.store.commit_view import CommitTables, read_commit_tables, read_manifest
 from worker.index.store.segment import Segment, release_mapped_pages, segment_id
 from worker.index.store.shared_runs import MIN_STEAL_BYTES
+from worker.index.store.tree_listing import tree_blobs
 
 REPO_ID = "acme/widgets"
 
@@ -580,6 +582,31 @@ def test_a_build_writes_segments_of_bounded_source(
         assert [(h.path, h.start_line, h.end_line) for h in got] == [
             (h.path, h.start_line, h.end_line) for h in want
         ]
+
+
+def test_progress_counts_blobs_through_every_segment(
+    make_repo: Callable[[str], RepoFactory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build of several segments reports its progress (for an on-demand build's deadline
+    and its TIMEOUT details) as blobs done of all of them, never going back."""
+    files = handler_files(120)
+    factory = make_repo("progress")
+    commit = factory.commit(files)
+    monkeypatch.setattr(build_module, "SEGMENT_BYTES", 1000)
+    monkeypatch.setattr(segment_builder, "BATCH_BYTES", 200)
+    reported: list[tuple[int, int]] = []
+    items = sorted(tree_blobs(factory.repo, commit))
+    built = list(
+        build_module.analyse(
+            factory.repo, items, 1 << 20, lambda done, total: reported.append((done, total))
+        )
+    )
+    assert len(built) > 3
+    done = [d for d, _ in reported]
+    assert done == sorted(done)
+    assert {t for _, t in reported} == {len(files)}
+    # The last report is made in the last segment: past the blobs of all the others.
+    assert sum(tables.blobs.num_rows for _, tables in built[:-1]) < done[-1] <= len(files)
 
 
 def test_folding_small_segments_keeps_the_full_ones(
