@@ -473,12 +473,12 @@ def _resolve_calls(
     is_c = path_grammars.among("c")
     vector = plain & is_c[path_rows]
     picked = np.flatnonzero(vector)
-    resolved = _c_calls(data, is_c, path_rows[picked], calls[picked])
+    # Encoded once: the calls are resolved, and their reads keyed, by the distinct names.
+    callees = texts.take(pa.array(picked)).dictionary_encode()
+    resolved = _c_calls(data, is_c, path_rows[picked], callees)
     hit = resolved >= 0
     c_edges = _edge_keys(data.holder[calls[picked]][hit], resolved[hit], int(Relation.INVOKE))
-    c_reads = _keyed_reads(
-        file_node[path_rows[picked]], texts.take(pa.array(picked)), ReadKind.NAME, Phase.CALLS
-    )
+    c_reads = _keyed_reads(file_node[path_rows[picked]], callees, ReadKind.NAME, Phase.CALLS)
     rest = np.flatnonzero(~vector)
     encoded = texts.take(pa.array(rest)).dictionary_encode()
     code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -549,8 +549,9 @@ def _resolve_calls(
 
 
 def _keyed_reads(files: I64, keys: pa.Array, kind: ReadKind, phase: Phase) -> ReadTable:
-    """Reads of one kind made by vectorised resolution: each (file, key) once."""
-    encoded = keys.dictionary_encode()
+    """Reads of one kind made by vectorised resolution: each (file, key) once. `keys` may
+    come dictionary-encoded already (by `dictionary_encode`: each value once)."""
+    encoded = keys if pa.types.is_dictionary(keys.type) else keys.dictionary_encode()
     code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     n_codes = max(len(encoded.dictionary), 1)
     pairs = distinct(files * n_codes + code)
@@ -605,10 +606,11 @@ def _meanings(
     return np.asarray(found, dtype=np.int64)
 
 
-def _c_calls(data: Gathered, is_c: npt.NDArray[np.bool_], path_rows: I64, call_rows: I64) -> I64:
-    """The definition each plain C call (reference rows) names: in its own file, else the
-    only one there is."""
-    encoded = data.target_array.take(pa.array(call_rows)).fill_null("").dictionary_encode()
+def _c_calls(
+    data: Gathered, is_c: npt.NDArray[np.bool_], path_rows: I64, encoded: pa.DictionaryArray
+) -> I64:
+    """The definition each plain C call names (its callee, dictionary-encoded; its file's
+    path row): in its own file, else the only one there is."""
     call_code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     top = np.flatnonzero(data.entity_top & is_c[data.entity_path])
     known_codes = pc.index_in(data.name_array.take(pa.array(top)), value_set=encoded.dictionary)
@@ -617,7 +619,7 @@ def _c_calls(data: Gathered, is_c: npt.NDArray[np.bool_], path_rows: I64, call_r
     defined_code = known[known >= 0]
     n_codes = max(len(encoded.dictionary), 1)
     if not len(defined):
-        return np.full(len(call_rows), -1, dtype=np.int64)
+        return np.full(len(call_code), -1, dtype=np.int64)
     # The only definition of a name anywhere.
     count = np.bincount(defined_code, minlength=n_codes)
     only = np.full(n_codes, -1, dtype=np.int64)
