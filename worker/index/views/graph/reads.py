@@ -101,11 +101,14 @@ def path_keys(files: list[str], directories: list[str]) -> set[str]:
     return keys
 
 
-Key = int | str
-"""A read, compact: millions are made in a large tree, and ints and strings are neither
-tracked by the collector nor costly to hash. A file's state is `node * 4 + kind`; a name
-among a file's definitions the same with the name's number (see `Reads.definition`) above
-`_NAME_SHIFT`; a name across the commit is `=name`; a path key is itself."""
+Key = int
+"""A read, compact: millions are made in a large tree, and ints are neither tracked by the
+collector nor costly to hash. A file's state is `node * 4 + kind`; a name among a file's
+definitions the same with the name's number (see `Reads.definition`) above `_NAME_SHIFT`; a
+name across the commit (`=name`) and a path key, the negated number of that text.
+
+Ints only, not the texts themselves: a set gives its strings in the order Python's hashing
+of str decides, which differs from process to process, and the stored reads would too."""
 NODE_KINDS: Final = 4
 _NAME_SHIFT: Final = 34
 """Where a definition read's name number starts (a node takes the 32 bits above the kind)."""
@@ -124,6 +127,8 @@ class Reads:
         records into a set of its own, then adds it here (and replays it when reused)."""
         self.names: dict[str, int] = {}
         """The number of each name looked up among a file's definitions (from 1)."""
+        self.texts: dict[str, int] = {}
+        """The number of each name across the commit (`=name`) and path key read (from 1)."""
 
     def at(self, file: int, phase: Phase) -> None:
         """Record what follows as read by `file` in `phase`."""
@@ -152,11 +157,17 @@ class Reads:
 
     def name(self, qualified: str) -> None:
         """Record a look at the definitions of a (qualified) name across the commit."""
-        self.current.add("=" + qualified)
+        self._text("=" + qualified)
 
     def path(self, key: str) -> None:
         """Record a lookup of the commit's paths, by its key (see `path_keys`)."""
-        self.current.add(key)
+        self._text(key)
+
+    def _text(self, text: str) -> None:
+        number = self.texts.get(text)
+        if number is None:
+            number = self.texts[text] = len(self.texts) + 1
+        self.current.add(-number)
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,23 +288,25 @@ def read_table(reads: Reads) -> ReadTable:
     sizes = np.fromiter((len(keys) for _, keys in groups), dtype=np.int64, count=len(groups))
     reader = np.repeat(np.asarray([f for (f, _), _ in groups], dtype=np.int64), sizes)
     phase = np.repeat(np.asarray([p for (_, p), _ in groups], dtype=np.uint8), sizes)
-    keys = list(itertools.chain.from_iterable(k for _, k in groups))
-    is_int = np.fromiter((k.__class__ is int for k in keys), dtype=bool, count=len(keys))
-    int_keys = np.asarray([k for k in keys if isinstance(k, int)], dtype=np.int64)
-    name_number = int_keys >> _NAME_SHIFT
-    node, node_kind = np.divmod(int_keys & ((1 << _NAME_SHIFT) - 1), NODE_KINDS)
-    int_reader = reader[is_int]
-    own = node == int_reader
-    is_text = ~is_int
-    texts = pa.array([k for k in keys if isinstance(k, str)], pa.string())
+    all_keys = np.fromiter(
+        itertools.chain.from_iterable(k for _, k in groups), dtype=np.int64, count=int(sizes.sum())
+    )
+    of_file = all_keys >= 0  # else a text's negated number
+    file_keys = all_keys[of_file]
+    name_number = file_keys >> _NAME_SHIFT
+    node, node_kind = np.divmod(file_keys & ((1 << _NAME_SHIFT) - 1), NODE_KINDS)
+    file_reader = reader[of_file]
+    own = node == file_reader
+    is_text = ~of_file
+    texts = pa.array(list(reads.texts), pa.string()).take(pa.array(-all_keys[is_text] - 1))
     is_name = pc.starts_with(texts, "=").to_numpy(zero_copy_only=False)
     names = pc.if_else(is_name, pc.utf8_slice_codeunits(texts, 1), texts)
     n_texts = len(texts)
     return ReadTable.concat(
         [
             ReadTable(
-                reader=int_reader[~own].astype(np.int32),
-                phase=phase[is_int][~own],
+                reader=file_reader[~own].astype(np.int32),
+                phase=phase[of_file][~own],
                 kind=node_kind[~own].astype(np.uint8),
                 node=node[~own].astype(np.int32),
                 # A definition read's name, by its number (0: a read of a file's state).

@@ -3,6 +3,10 @@ change of the paths it could find shares."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pyarrow as pa
 from hypothesis import given
@@ -86,6 +90,37 @@ def test_a_look_among_a_files_definitions_is_recorded_by_name() -> None:
     reads.definition(5, "save")
     reads.definition(1, "helper")
     assert _rows(read_table(reads)) == {(1, ReadKind.FILE, 5, "save")}
+
+
+_RECORD_READS = """
+from worker.index.views.graph.reads import Phase, Reads, read_table, entry_key
+reads = Reads()
+for file in range(1, 4):
+    reads.at(file, Phase.CALLS)
+    for i in range(40):
+        reads.name(f"name_{(file * 7 + i) % 50}")
+        reads.path(entry_key("src", f"mod_{i}"))
+        reads.definition(10 + i % 5, f"member_{i}")
+table = read_table(reads)
+print(table.reader.tolist(), table.kind.tolist(), table.node.tolist())
+print(table.name.dictionary.to_pylist(), table.name.indices.to_pylist())
+"""
+
+
+def test_the_reads_come_out_alike_in_every_process() -> None:
+    """Recorded reads make the same table whatever Python's hashing of strings
+    (PYTHONHASHSEED): a graph's stored state is the same bytes on every host."""
+    tables = {
+        subprocess.run(
+            [sys.executable, "-c", _RECORD_READS],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            check=True,
+            text=True,
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(tables) == 1
 
 
 def _rows(table: ReadTable) -> set[tuple[int, int, int, str | None]]:
