@@ -108,13 +108,16 @@ def analyse(
     items: Sequence[tuple[str, bytes]],
     max_blob_bytes: int,
     check_deadline: Callable[[int, int], None] | None = None,
+    sizes: Sequence[int] | None = None,
 ) -> Iterator[tuple[str, SegmentTables]]:
     """Analyse blobs into the tables of segments of about SEGMENT_BYTES each (a blob too
     large to analyse weighs nothing), with their content addresses; each segment's as soon
-    as its blobs are analysed."""
+    as its blobs are analysed. `sizes`, when the caller read them already, spare a header
+    read per blob."""
     segment_bytes = SEGMENT_BYTES
-    odb = repo.odb
-    sizes = [odb.read_header(pygit2.Oid(raw=oid))[1] for _, oid in items]
+    if sizes is None:
+        odb = repo.odb
+        sizes = [odb.read_header(pygit2.Oid(raw=oid))[1] for _, oid in items]
     start = 0
     while start < len(items):
         stop, analysed = start, 0
@@ -265,7 +268,7 @@ def _analyse_missing(
     """
     if not missing:
         return [], None
-    n_workers, blob_list = 1, None
+    n_workers, blob_list, sizes = 1, None, None
     if workers is not None and workers > 1:
         # Workers take runs of about equal bytes as they go, so they finish together
         # whatever each run costs; an oversized blob counts for nothing (it is not analysed).
@@ -275,7 +278,7 @@ def _analyse_missing(
         n_workers = _workers_for(int(blob_list.ends[-1]), workers)
     if blob_list is None or n_workers == 1:
         new_ids = []
-        for seg_id, tables in analyse(repo, missing, max_blob_bytes):
+        for seg_id, tables in analyse(repo, missing, max_blob_bytes, sizes=sizes):
             write_segment(segments_dir, seg_id, tables)
             new_ids.append(seg_id)
         return new_ids, None

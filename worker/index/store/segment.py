@@ -382,9 +382,14 @@ class Segment:
         self._kind = tables.chunks.column("kind")
         self._language = tables.blobs.column("language")
         self._oid = tables.blobs.column("oid")
-        sizes = column(tables.blobs, "size")
-        self.source_bytes = int(sizes[self.blob_indexed].sum())
-        """Bytes of the blobs it analysed (those it holds as too large or binary aside)."""
+
+    @property
+    def source_bytes(self) -> int:
+        """Bytes of the blobs it analysed (those it holds as too large or binary aside).
+
+        Worked out when asked: only a build asks, and a query opens every segment."""
+        sizes = column(self.tables.blobs, "size")
+        return int(sizes[self.blob_indexed].sum())
 
     @classmethod
     def open(cls, seg_dir: Path) -> Segment:
