@@ -4,11 +4,11 @@ Parsing is the costliest step of indexing, and most of a file is function bodies
 field lists and declarations that hold no definition this index records. The outline drops
 what cannot change the definitions found: in C and C++ the interior of function bodies,
 initialisers and enums, comments, directives other than function-like macros (whose heads
-stay), declarations without braces; in Python function bodies but for their last line, simple
-statements that do not end a block, comments that cannot end one, the inside of
-parentheses, braces and triple-quoted strings. Each dropped run becomes one separator
-(b"\\n" if it spanned lines, else b" "), and a row map takes every outline row back to its
-row in the file, so a node's span maps to exact file lines.
+stay), declarations without braces or with an initialiser's only; in Python function bodies
+but for their last line, simple statements that do not end a block, comments that cannot end
+one, the inside of parentheses, braces and triple-quoted strings. Each dropped run becomes
+one separator (b"\\n" if it spanned lines, else b" "), and a row map takes every outline row
+back to its row in the file, so a node's span maps to exact file lines.
 
 The parser still finds every definition and its span; the outline only decides what it
 need not read. A file the scan cannot follow (unbalanced braces or brackets, tabs in Python
@@ -88,10 +88,10 @@ def c_outlines(files: Sequence[bytes]) -> Outlined:
 
     Found in one compiled pass per file (`outline_kernels.c_outlined`): its braces paired,
     the bodies, initialisers and enumerator lists they open, the parameters of those
-    functions and the statements that declare nothing, each a span that goes, beside the
-    comments and directives. Function-like macros keep their head, the first byte of their
-    body and the backslash-newline of every continued line: `#define F(a) d \\ \\` parses as
-    the same definition on the same rows.
+    functions and the statements that declare nothing (no brace, or an initialiser's
+    only), each a span that goes, beside the comments and directives. Function-like macros
+    keep their head, the first byte of their body and the backslash-newline of every
+    continued line: `#define F(a) d \\ \\` parses as the same definition on the same rows.
     """
     from worker.index.analysis.outline_kernels import c_outlined
 

@@ -198,6 +198,14 @@ def c_outlined(  # noqa: PLR0915 (one pass over each file)
     marks = np.zeros(longest + 1, np.bool_)
     stack = np.empty(longest + 1, np.int64)
     elides = np.empty(longest + 1, np.bool_)
+    function_body = np.empty(longest + 1, np.bool_)
+    # Per depth, the statement being read: the boundary before it (`;`, `{`, a function's
+    # `}`), whether it opened a brace other than an initialiser's (it may define something),
+    # whether it opened an initialiser's, and whether it follows a function's body.
+    statement_at = np.empty(longest + 2, np.int64)
+    defining = np.empty(longest + 2, np.bool_)
+    initialised = np.empty(longest + 2, np.bool_)
+    after_body = np.empty(longest + 2, np.bool_)
     text = np.empty(len(a), np.uint8)
     text_at = np.empty(n_files + 1, np.int64)
     rows = np.empty(len(a) + n_files, np.int64)
@@ -229,7 +237,7 @@ def c_outlined(  # noqa: PLR0915 (one pass over each file)
         # Braces and semicolons outside lexemes, in order.
         depth = 0
         cursor[0], cursor[1], cursor[2] = fs, -1, -1
-        last_struct, last_struct_at = 0, -1
+        statement_at[0], defining[0], initialised[0], after_body[0] = fs - 1, False, False, False
         j = first_lexeme
         at = fs
         while at < fe:
@@ -244,9 +252,16 @@ def c_outlined(  # noqa: PLR0915 (one pass over each file)
                     before_byte = a[before] if before >= 0 else 0
                     # A function's body, an initialiser or an enum's enumerators go.
                     elide = before_byte in (_CLOSE_PAREN, _EQUALS) or _opens_enum(a, before, fs)
+                    if before_byte != _EQUALS:
+                        defining[depth] = True
+                    else:
+                        initialised[depth] = True
                     stack[depth] = at
                     elides[depth] = elide
+                    function_body[depth] = before_byte == _CLOSE_PAREN
                     depth += 1
+                    statement_at[depth], defining[depth] = at, False
+                    initialised[depth], after_body[depth] = False, False
                     if before_byte == _CLOSE_PAREN:
                         # The parameters of an elided function go too.
                         opened = _parameters_open(
@@ -269,14 +284,23 @@ def c_outlined(  # noqa: PLR0915 (one pass over each file)
                     if elides[depth]:
                         _span(drop, marks, stack[depth] + 1 - fs, at - fs)
                         _span(veto, marks, stack[depth] + 1 - fs, at - fs)
-                # A statement ending in `;` right after `;`, `{` or the file's start
-                # declares nothing a definition needs; after `}` it is the tail of a
-                # struct or an initialiser (`} name;`).
-                elif last_struct_at < 0:
-                    _span(drop, marks, 0, at + 1 - fs)
-                elif last_struct != _CLOSE:
-                    _span(drop, marks, last_struct_at + 1 - fs, at + 1 - fs)
-                last_struct, last_struct_at = byte, at
+                    if function_body[depth]:
+                        # A function's body ends its definition; a struct's or an
+                        # initialiser's statement goes on to its `;`.
+                        statement_at[depth], defining[depth] = at, False
+                        initialised[depth], after_body[depth] = False, True
+                else:
+                    # A statement ending in `;` that opened no brace but initialisers'
+                    # declares nothing a definition needs (`static struct s x = { };`),
+                    # unless it opened another (`struct s { } x;`). One right after a
+                    # function's body with no initialiser stays (`EXPORT_SYMBOL(f);`),
+                    # and so does a dropped one's `;` at the top level: the parser's
+                    # recovery from what it cannot read (macros) resumes at them, so the
+                    # outline parses as the whole file does.
+                    if not defining[depth] and (initialised[depth] or not after_body[depth]):
+                        _span(drop, marks, statement_at[depth] + 1 - fs, at + (depth > 0) - fs)
+                    statement_at[depth], defining[depth] = at, False
+                    initialised[depth], after_body[depth] = False, False
                 at += 1
             if j < end_lexeme and at < fe:
                 at = max(le[j], at + 1)

@@ -295,6 +295,9 @@ C_ITEMS = [
     "struct se{n} {{ enum ke{n} {{ KA{n} }} k; int x; }};\n",
     "typedef struct {{ int q; }} td{n};\n",
     'const char *s{n} = "{{";\n',
+    "static const struct ops o{n} = {{ .open = f, .flags = {{ 1, 2 }} }};\n",
+    "struct si{n} {{ int a; }} vi{n} = {{ 1 }};\n",
+    "EXPORT_SYMBOL(x{n});\n",
     "int h{n}(void (*cb)(int), int x)\n{{\n\treturn x;\n}}\n",
     "int c{n}(int a) /* ( */\n{{\n\treturn a;\n}}\n",
     "static int w{n}(char *s /* ) */, int (*f)(void)) {{ return f(); }}\n",
@@ -307,6 +310,24 @@ def test_c_outline_never_changes_definitions(items: list[int]) -> None:
     """Well-formed C items in any order: the definitions found are those of a whole parse."""
     data = "".join(C_ITEMS[k].format(n=i) for i, k in enumerate(items)).encode()
     same_as_whole(data, "c")
+
+
+def test_declarations_with_only_an_initialiser_go_from_the_outline() -> None:
+    """A declaration whose only braces are its initialiser's goes; one that defines a struct
+    with its initialiser stays, and so does a statement right after a function's body."""
+    source = (
+        b"static const struct ops table = {\n\t.open = f_open,\n};\n"
+        b"struct pair { int a; } origin = { 0 };\n"
+        b"int f(void)\n{\n\treturn 0;\n}\nEXPORT_SYMBOL(f);\n"
+    )
+    outline = c_outline(source)
+    assert b"table" not in outline.text
+    assert b"origin" in outline.text
+    assert b"EXPORT_SYMBOL(f)" in outline.text
+    assert same_as_whole(source, "c") == [
+        (3, 3, "pair", "struct_specifier"),
+        (4, 7, "f", "function_definition"),
+    ]
 
 
 def test_rows_of_outline_cover_file_rows() -> None:
