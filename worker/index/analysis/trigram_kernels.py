@@ -76,7 +76,7 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
     ends: Any,
     blobs: Any,
     folded: bool,
-    stamps: Any,
+    seen: Any,
     codes: Any,
     owners: Any,
     definition_codes: Any,
@@ -90,21 +90,22 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
     n_kw: Any,
 ) -> Any:
     # Each blob's distinct trigrams of its lowercased text, and of its definition lines, in
-    # one pass. stamps[code] holds 1 + the last blob that emitted the trigram, with the top
-    # bit set once that blob emitted it for a definition line too: blobs are distinct and
-    # each emitted once, so a blob's repeats are skipped without clearing anything. Text the
-    # caller `folded` gets no definition lines here (its case is gone).
+    # one pass. seen[0] and seen[1] are bit sets of every trigram (uint64 words), all clear
+    # between blobs: the blob's trigrams so far, and those of its definition lines so far.
+    # A blob clears the bits it set from the trigrams it emitted, so a set of 2 MB (which
+    # stays in a core's cache) serves every blob without a pass over it. Text the caller
+    # `folded` gets no definition lines here (its case is gone).
     #
     # The definition lines' own bytes, each with its line break (the last line of a blob may
     # have none), go to `definition_text`; `definition_ends[i]` is where blob i's end there.
+    in_text, in_definitions = seen[0], seen[1]
     n = 0
     n_def = 0
     m = 0
     for i in range(len(starts)):
         start, end = starts[i], ends[i]
         blob = blobs[i]
-        mark = np.uint32(blob + 1)
-        both = mark | np.uint32(0x80000000)
+        first, first_def = n, n_def
         line = start
         defining = not folded and _defines(text, start, end, modifiers, n_mod, keywords, n_kw)
         code = 0
@@ -121,9 +122,10 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
                         text, line, end, modifiers, n_mod, keywords, n_kw
                     )
                 continue
-            stamp = stamps[code]
-            if stamp & np.uint32(0x7FFFFFFF) != mark:
-                stamp = mark
+            word = code >> 6
+            bit = np.uint64(1) << np.uint64(code & 63)
+            if not in_text[word] & bit:
+                in_text[word] |= bit
                 codes[n] = code
                 owners[n] = blob
                 n += 1
@@ -132,12 +134,15 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
                 defining = not folded and _defines(
                     text, line, end, modifiers, n_mod, keywords, n_kw
                 )
-            elif defining and at - line >= 2 and stamp != both:
-                stamp = both
+            elif defining and at - line >= 2 and not in_definitions[word] & bit:
+                in_definitions[word] |= bit
                 definition_codes[n_def] = code
                 definition_owners[n_def] = blob
                 n_def += 1
-            stamps[code] = stamp
+        for k in range(first, n):
+            in_text[codes[k] >> 6] = 0
+        for k in range(first_def, n_def):
+            in_definitions[definition_codes[k] >> 6] = 0
         definition_ends[i] = m
     return n, n_def
 

@@ -170,7 +170,7 @@ class TrigramCollector:
     for their whole text and for their definition lines, and those lines' text."""
 
     def __init__(self) -> None:
-        self._stamps: npt.NDArray[np.uint32] | None = None
+        self._seen: npt.NDArray[np.uint64] | None = None
         self._scratch = np.empty((4, 0), dtype=np.uint32)
         self._text_scratch = np.empty(0, dtype=np.uint8)
         self._text: list[tuple[U32, U32]] = []
@@ -184,8 +184,8 @@ class TrigramCollector:
 
         Blobs must come in ascending order over all calls, so each trigram's list is sorted.
         """
-        if self._stamps is None:
-            self._stamps = np.zeros(TRIGRAM_SPACE, dtype=np.uint32)
+        if self._seen is None:
+            self._seen = np.zeros((2, TRIGRAM_SPACE // 64), dtype=np.uint64)
         # The rare text whose fold is more than lowercasing ASCII is folded here, and its
         # definition lines found the slow way; runs keep the pairs in blob order.
         rare = [needs_full_fold(t) for t in texts]
@@ -198,7 +198,7 @@ class TrigramCollector:
             start = stop
 
     def _add_run(self, texts: Sequence[bytes], blobs: Sequence[int], *, folded: bool) -> None:
-        assert self._stamps is not None
+        assert self._seen is not None
         raw = texts
         if folded:
             texts = [fold(t) for t in texts]
@@ -219,7 +219,7 @@ class TrigramCollector:
             ends,
             np.asarray(blobs, dtype=np.int64),
             folded,
-            self._stamps,
+            self._seen,
             codes,
             owners,
             definition_codes,
@@ -280,7 +280,7 @@ class TrigramCollector:
 
     def tables(self) -> tuple[TrigramTables, TrigramTables]:
         """The trigram dictionaries and postings of everything added: text, definition lines."""
-        self._stamps = None
+        self._seen = None
         self._scratch = np.empty((4, 0), dtype=np.uint32)
         self._text_scratch = np.empty(0, dtype=np.uint8)
         # Many pairs are counted into every trigram (linear); a few (a small on-demand build)
