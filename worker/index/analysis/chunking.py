@@ -79,6 +79,8 @@ class ChunkBatch:
     n_lines: list[int]
     text: bytes
     """The blobs joined by b"\\n": each chunk's text is a slice of it."""
+    line_starts: I64
+    """Where each line of `text` starts."""
     offsets: I64
     """Where each chunk starts in `text`; its text runs to the next one's start (the lines
     between are blank)."""
@@ -576,6 +578,7 @@ def chunk_batch(datas: Sequence[bytes], languages: Sequence[str | None]) -> Chun
         kind=kind,
         n_lines=n_lines,
         text=lines.data,
+        line_starts=lines.start_array,
         offsets=lines.start_array[start],
         grammars=[g if g in PARSED_LANGUAGES else None for g in languages],
         definitions=found_all,

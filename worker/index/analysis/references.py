@@ -183,14 +183,14 @@ def batch_entities(found: Sequence[Definitions]) -> BatchEntities:
 class _Text:
     """The batch's blobs joined by b"\\n", with where each blob and each line starts."""
 
-    def __init__(self, text: bytes, datas: Sequence[bytes]) -> None:
+    def __init__(self, text: bytes, datas: Sequence[bytes], newlines: I64 | None = None) -> None:
         self.data = text
         self.a: U8 = np.frombuffer(text, dtype=np.uint8)
         sizes = np.fromiter(map(len, datas), dtype=np.int64, count=len(datas))
         self.starts = np.zeros(len(datas), dtype=np.int64)
         np.cumsum(sizes[:-1] + 1, out=self.starts[1:])
         self.ends = self.starts + sizes
-        self.newlines = np.flatnonzero(self.a == 10)
+        self.newlines = np.flatnonzero(self.a == 10) if newlines is None else newlines
         # The global row each blob's first row is.
         self.row0 = np.searchsorted(self.newlines, self.starts)
 
@@ -432,12 +432,15 @@ def batch_references(
     entities: BatchEntities,
     *,
     lexed: Mapping[str, BatchLexemes] | None = None,
+    line_starts: I64 | None = None,
 ) -> BatchReferences:
     """The imports, calls and bases of a batch (`text`: its blobs joined by b"\\n").
 
     `lexed`: lexemes already read (see `chunking.ChunkBatch.lexemes`); the rest are read here.
+    `line_starts`: where each line of `text` starts, when the caller found them already.
     """
-    joined = _Text(text, datas)
+    newlines = None if line_starts is None else line_starts[1:] - 1
+    joined = _Text(text, datas, newlines)
     parsed = [g or "" for g in grammars]
     read: list[Spans] = []
     call_blob, call_entity, call_row, call_start, call_end = _calls(

@@ -193,7 +193,13 @@ class SegmentBuilder:
         self.phase_seconds["chunk"] += referenced - chunked
         entities = batch_entities(chunks.definitions)
         references = batch_references(
-            chunks.text, datas, chunks.grammars, chunks.definitions, entities, lexed=chunks.lexemes
+            chunks.text,
+            datas,
+            chunks.grammars,
+            chunks.definitions,
+            entities,
+            lexed=chunks.lexemes,
+            line_starts=chunks.line_starts,
         )
         self.phase_seconds["references"] += time.perf_counter() - referenced
         return chunks, entities, references

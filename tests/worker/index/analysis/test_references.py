@@ -16,8 +16,9 @@ from worker.index.analysis.references import (
 Row = tuple[str | None, str, str, str | None, str | None, int]
 
 
-def analyse(files: dict[str, bytes], *, reuse_lexemes: bool = True) -> dict[str, list[Row]]:
-    """Each file's references as (entity name, relation, target, name, alias, 1-based line)."""
+def analyse(files: dict[str, bytes], *, reuse: bool = True) -> dict[str, list[Row]]:
+    """Each file's references as (entity name, relation, target, name, alias, 1-based line);
+    `reuse`: with the lexemes and line starts the chunker read."""
     paths = list(files)
     datas = [files[p] for p in paths]
     chunks = chunk_batch(datas, [grammar_of(p) for p in paths])
@@ -28,7 +29,8 @@ def analyse(files: dict[str, bytes], *, reuse_lexemes: bool = True) -> dict[str,
         chunks.grammars,
         chunks.definitions,
         entities,
-        lexed=chunks.lexemes if reuse_lexemes else None,
+        lexed=chunks.lexemes if reuse else None,
+        line_starts=chunks.line_starts if reuse else None,
     )
     out: dict[str, list[Row]] = {p: [] for p in paths}
     for blob, entity, relation, target, name, alias, row in zip(
@@ -315,11 +317,12 @@ MIXED_BATCH = {
 }
 
 
-def test_calls_are_the_same_whether_the_chunker_lexemes_are_reused_or_not() -> None:
-    """Calls read with the outliners' lexemes equal calls read with a lexing of their own,
-    in a batch mixing C, C++, JavaScript, Python, Latin-1 C, unbalanced C and plain text."""
+def test_references_are_the_same_whether_the_chunkers_reading_is_reused_or_not() -> None:
+    """References read with the outliners' lexemes and the chunker's line starts equal those
+    read afresh, in a batch mixing C, C++, JavaScript, Python, Latin-1 C, unbalanced C and
+    plain text."""
     reused = analyse(MIXED_BATCH)
-    assert reused == analyse(MIXED_BATCH, reuse_lexemes=False)
+    assert reused == analyse(MIXED_BATCH, reuse=False)
     calls = {
         p: sorted(t for _, rel, t, _, _, _ in rows if rel == "invoke") for p, rows in reused.items()
     }
