@@ -92,9 +92,9 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
     # Each blob's distinct trigrams of its lowercased text, and of its definition lines, in
     # one pass. seen[0] and seen[1] are bit sets of every trigram (uint64 words), all clear
     # between blobs: the blob's trigrams so far, and those of its definition lines so far.
-    # A blob clears the bits it set from the trigrams it emitted, so a set of 2 MB (which
-    # stays in a core's cache) serves every blob without a pass over it. Text the caller
-    # `folded` gets no definition lines here (its case is gone).
+    # A blob clears the bits it set from the trigrams it emitted, so two sets of 2 MB serve
+    # every blob without a pass over them. Text the caller `folded` gets no definition lines
+    # here (its case is gone).
     #
     # The definition lines' own bytes, each with its line break (the last line of a blob may
     # have none), go to `definition_text`; `definition_ends[i]` is where blob i's end there.
