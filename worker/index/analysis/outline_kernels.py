@@ -296,11 +296,18 @@ def c_outlined(  # noqa: PLR0915 (one pass over each file)
                     # function's body with no initialiser stays (`EXPORT_SYMBOL(f);`),
                     # and so does a dropped one's `;` at the top level: the parser's
                     # recovery from what it cannot read (macros) resumes at them, so the
-                    # outline parses as the whole file does.
+                    # outline parses as the whole file does. Not after a function's body,
+                    # though: C++ reads `void f() {} ;` as a declaration with an
+                    # initialiser, wherever the statements between went.
+                    follows_body = False
                     if not defining[depth] and (initialised[depth] or not after_body[depth]):
-                        _span(drop, marks, statement_at[depth] + 1 - fs, at + (depth > 0) - fs)
+                        keeps_semicolon = depth == 0 and not after_body[depth]
+                        drop_end = at + 1 - keeps_semicolon
+                        _span(drop, marks, statement_at[depth] + 1 - fs, drop_end - fs)
+                        # Gone whole: the next statement follows the body in its place.
+                        follows_body = after_body[depth]
                     statement_at[depth], defining[depth] = at, False
-                    initialised[depth], after_body[depth] = False, False
+                    initialised[depth], after_body[depth] = False, follows_body
                 at += 1
             if j < end_lexeme and at < fe:
                 at = max(le[j], at + 1)

@@ -304,12 +304,14 @@ C_ITEMS = [
 ]
 
 
+@pytest.mark.parametrize("language", ["c", "cpp"])
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.sampled_from(range(len(C_ITEMS))), max_size=20))
-def test_c_outline_never_changes_definitions(items: list[int]) -> None:
-    """Well-formed C items in any order: the definitions found are those of a whole parse."""
+def test_c_outline_never_changes_definitions(language: str, items: list[int]) -> None:
+    """Well-formed C items in any order, read as C or as C++: the definitions found are
+    those of a whole parse."""
     data = "".join(C_ITEMS[k].format(n=i) for i, k in enumerate(items)).encode()
-    same_as_whole(data, "c")
+    same_as_whole(data, language)
 
 
 def test_declarations_with_only_an_initialiser_go_from_the_outline() -> None:
@@ -328,6 +330,10 @@ def test_declarations_with_only_an_initialiser_go_from_the_outline() -> None:
         (3, 3, "pair", "struct_specifier"),
         (4, 7, "f", "function_definition"),
     ]
+    # No `;` of the dropped table right after a body: C++ would read `void g() {} ;` as a
+    # declaration with a brace initialiser.
+    cpp_source = b"static void g(void *c)\n{\n\tf(c);\n}\nstatic Handler h = {\n\tg,\n};\n"
+    assert same_as_whole(cpp_source, "cpp") == [(0, 3, "g", "function_definition")]
 
 
 def test_rows_of_outline_cover_file_rows() -> None:
