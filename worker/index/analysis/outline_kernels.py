@@ -295,10 +295,10 @@ def c_outlined(  # noqa: PLR0915 (one pass over each file)
                     # unless it opened another (`struct s { } x;`). One right after a
                     # function's body with no initialiser stays (`EXPORT_SYMBOL(f);`),
                     # and so does a dropped one's `;` at the top level: the parser's
-                    # recovery from what it cannot read (macros) resumes at them, so the
-                    # outline parses as the whole file does. Not after a function's body,
-                    # though: C++ reads `void f() {} ;` as a declaration with an
-                    # initialiser, wherever the statements between went.
+                    # recovery from what it cannot read (macros) resumes at them as it
+                    # does in the whole file. Not after a function's body, though: C++
+                    # reads `void f() {} ;` as a declaration with an initialiser,
+                    # wherever the statements between went.
                     follows_body = False
                     if not defining[depth] and (initialised[depth] or not after_body[depth]):
                         keeps_semicolon = depth == 0 and not after_body[depth]
