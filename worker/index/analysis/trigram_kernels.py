@@ -124,11 +124,12 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
                 continue
             word = code >> 6
             bit = np.uint64(1) << np.uint64(code & 63)
-            if not in_text[word] & bit:
-                in_text[word] |= bit
-                codes[n] = code
-                owners[n] = blob
-                n += 1
+            # Written always, kept (n moves on) only if new: no branch to mispredict.
+            held = in_text[word]
+            in_text[word] = held | bit
+            codes[n] = code
+            owners[n] = blob
+            n += (held & bit) == 0
             if byte == 0x0A:
                 line = at + 1
                 defining = not folded and _defines(
