@@ -13,40 +13,68 @@ _WORD_BYTES = np.zeros(256, np.bool_)
 _WORD_BYTES[list(WORD_CHARACTERS.encode())] = True
 
 
+@_compiled(inline="always")
+def _run_ends(  # noqa: PLR0917 (numba compiles positional parameters only)
+    start: int,
+    stop: int,
+    end: int,
+    min_length: int,
+    max_length: int,
+    text_starts: Any,
+    offsets: Any,
+    texts: Any,
+    state: Any,
+) -> int:
+    # A run [start, stop) ends with its bytes written up to `end`: kept if its length is in
+    # range, else its bytes are taken back. state: (runs kept, the text of the last kept).
+    if not min_length <= stop - start <= max_length:
+        return int(offsets[state[0]])
+    current = state[1]
+    while current + 1 < len(text_starts) and text_starts[current + 1] <= start:
+        current += 1
+    state[1] = current
+    texts[state[0]] = current
+    state[0] += 1
+    offsets[state[0]] = end
+    return end
+
+
 @_compiled(nogil=True)
 def word_runs(text: Any, text_starts: Any, min_length: int, max_length: int) -> Any:
     # Every run of word bytes ([A-Za-z0-9_]) of `text` that is min_length to max_length
     # long: the runs' bytes joined, their offsets, and the text each starts in (texts are
     # slices from text_starts, the first at 0).
+    #
+    # One step per byte and few branches: every byte is written, and only a word byte
+    # moves the end on (the next byte overwrites any other).
     n = len(text)
     words = np.empty(n, np.uint8)
     offsets = np.empty(n // 2 + 2, np.int64)
     texts = np.empty(n // 2 + 1, np.int64)
     offsets[0] = 0
-    n_runs = 0
-    n_bytes = 0
-    current = 0
-    at = 0
-    while at < n:
-        if not _WORD_BYTES[text[at]]:
-            at += 1
-            continue
-        start = at
-        end = n_bytes
-        # Copied as it is read; a run out of range is written over by the next.
-        while at < n and _WORD_BYTES[text[at]]:
-            words[end] = text[at]
-            end += 1
-            at += 1
-        if not min_length <= at - start <= max_length:
-            continue
-        while current + 1 < len(text_starts) and text_starts[current + 1] <= start:
-            current += 1
-        n_bytes = end
-        texts[n_runs] = current
-        n_runs += 1
-        offsets[n_runs] = n_bytes
-    return words[:n_bytes], offsets[: n_runs + 1], texts[:n_runs]
+    state = np.zeros(2, np.int64)
+    end = 0
+    run_start = 0
+    in_run = False
+    for at in range(n):
+        byte = text[at]
+        word = _WORD_BYTES[byte]
+        words[end] = byte
+        end += word
+        if word != in_run:
+            if word:
+                run_start = at
+            else:
+                end = _run_ends(
+                    run_start, at, end, min_length, max_length, text_starts, offsets, texts, state
+                )
+            in_run = word
+    if in_run:
+        end = _run_ends(
+            run_start, n, end, min_length, max_length, text_starts, offsets, texts, state
+        )
+    n_runs = state[0]
+    return words[:end], offsets[: n_runs + 1], texts[:n_runs]
 
 
 @_compiled()
