@@ -31,7 +31,7 @@ from worker.index.analysis.definitions import (
 )
 from worker.index.analysis.grammars import PARSED_LANGUAGES, comment_prefixes
 from worker.index.analysis.lexers import BatchLexemes, moved_to_batch
-from worker.index.analysis.outline import Outline, c_outlines, first_not_in
+from worker.index.analysis.outline import Outline, c_outlines
 from worker.index.analysis.python_outline import python_outlines
 
 MAX_CHUNK_LINES: Final = 150
@@ -160,24 +160,20 @@ class _Lines:
     )
 
     def __init__(self, data: bytes) -> None:
+        from worker.index.analysis.line_kernels import line_rows
+
         a = np.frombuffer(data, dtype=np.uint8)
-        newlines = np.flatnonzero(a == 10)
-        starts = np.empty(len(newlines) + 1, dtype=np.int64)
-        starts[0] = 0
-        starts[1:] = newlines + 1
-        ends = np.append(newlines, len(a))
-        first = first_not_in(a, starts, ends, _BLANK_TABLE)
-        blank = first >= ends
-        rows = np.arange(len(starts), dtype=np.int64)
         self.a = a
         self.data = data
-        self.first = first
-        self.start_array = starts
-        self.end_array = ends
-        self.blank_array = blank
-        self.next_filled = np.minimum.accumulate(np.where(blank, len(rows), rows)[::-1])[::-1]
-        self.prev_filled = np.maximum.accumulate(np.where(blank, -1, rows))
-        self.prev_blank = np.maximum.accumulate(np.where(blank, rows, -1))
+        (
+            self.start_array,
+            self.end_array,
+            self.first,
+            self.blank_array,
+            self.next_filled,
+            self.prev_filled,
+            self.prev_blank,
+        ) = line_rows(a, np.flatnonzero(a == 10), _BLANK_TABLE)
         self._blank_list: list[bool] | None = None
         self._bounds: tuple[list[int], list[int]] | None = None
 
@@ -197,41 +193,24 @@ class _Lines:
     def last_stop(self, prefixes: tuple[bytes, ...]) -> I64:
         """For each row, the last row at or before it that would stop a run of leading comments.
 
-        A row stops it when it does not start (after blanks) with a prefix, or when it is
-        blank, except one blank row between the end of a block comment and a filled row
-        (`bridged`).
+        A row stops it when it does not start (after blanks) with a prefix (its first two
+        bytes), or when it is blank, except one blank row between the end of a block comment
+        and a filled row: a doc comment written a blank line above its definition (Express's
+        style) still leads it.
         """
-        a, first, ends = self.a, self.first, self.end_array
-        n = len(a)
-        b0 = a[np.minimum(first, max(n - 1, 0))] if n else np.zeros(len(first), np.uint8)
-        b1 = np.where(first + 1 < ends, a[np.minimum(first + 1, max(n - 1, 0))], 0) if n else b0
-        commented = np.zeros(len(first), dtype=bool)
-        for prefix in prefixes:
-            match = b0 == prefix[0]
-            if len(prefix) > 1:
-                match &= b1 == prefix[1]
-            commented |= match
-        stop = self.blank_array | ~commented
-        if _BLOCK_COMMENT in prefixes:
-            stop &= ~self.bridged()
-        rows = np.arange(len(first), dtype=np.int64)
-        last: I64 = np.maximum.accumulate(np.where(stop, rows, -1))
-        return last
+        from worker.index.analysis.line_kernels import last_stops
 
-    def bridged(self) -> npt.NDArray[np.bool_]:
-        """Blank rows that join a block comment to the filled row below it: a doc comment
-        written a blank line above its definition (Express's style) still leads it."""
-        a, ends, blank = self.a, self.end_array, self.blank_array
-        bridged = np.zeros(len(blank), dtype=bool)
-        if len(a) < 2:
-            return bridged
-        # A line's last two bytes, before a b"\r" (a comment's end has no blanks after it).
-        last = ends - (a[np.maximum(ends - 1, 0)] == ord("\r"))
-        closes = last - self.start_array >= 2
-        closes &= a[np.maximum(last - 2, 0)] == ord("*")
-        closes &= a[np.maximum(last - 1, 0)] == ord("/")
-        bridged[1:-1] = blank[1:-1] & closes[:-2] & ~blank[2:]
-        return bridged
+        last: I64 = last_stops(
+            self.a,
+            self.start_array,
+            self.end_array,
+            self.first,
+            self.blank_array,
+            np.asarray([p[0] for p in prefixes], dtype=np.int64),
+            np.asarray([p[1] if len(p) > 1 else -1 for p in prefixes], dtype=np.int64),
+            _BLOCK_COMMENT in prefixes,
+        )
+        return last
 
 
 def _is_utf8(data: bytes) -> bool:

@@ -93,6 +93,20 @@ make().on.handler = function () {};
     ]
 
 
+def test_a_line_leads_a_definition_only_if_it_starts_with_a_whole_comment_prefix() -> None:
+    """`//` and `/*` lead a C definition; a line that starts with only their first byte does
+    not (a continued division), nor does one that starts with a prefix after code."""
+    src = b"""int a = 4
+/ 2;
+int f() { return 1; }
+// doc
+int g() { return 1; }
+x; // not a doc
+int h() { return 1; }
+"""
+    assert spans(src, "c") == [(1, 2, None), (3, 3, "f"), (4, 5, "g"), (6, 6, None), (7, 7, "h")]
+
+
 def test_a_doc_comment_a_blank_line_above_its_definition_leads_it() -> None:
     """A block comment one blank line above a definition leads it; two blanks or `//` do not."""
     src = b"""/**
