@@ -44,15 +44,26 @@ def word_at(text: Any, at: int, end: int, table: Any, lengths: Any) -> int:
 
 @_compiled()
 def _defines(  # noqa: PLR0917 (numba compiles positional parameters only)
-    text: Any, at: int, end: int, modifiers: Any, n_mod: Any, keywords: Any, n_kw: Any
+    text: Any,
+    at: int,
+    end: int,
+    modifiers: Any,
+    n_mod: Any,
+    keywords: Any,
+    n_kw: Any,
+    opening: Any,
 ) -> bool:
     # DEFINITION_LINE.match on the line starting at `at` (it ends at a line break or `end`),
     # by hand: blanks, modifiers each followed by blanks, then a keyword or `#define` ending
     # on a word boundary. No keyword starts a modifier nor the reverse, so taking modifiers
     # greedily never misses a match. A line break is neither blank nor a word character.
+    # `opening[b0 << 8 | b1]` selects the two bytes a modifier, a keyword or `#` (then a
+    # blank or `d`) starts with: most lines start with none, and are done with one look.
     while at < end and _is_blank(text[at]):
         at += 1
     while True:
+        if at + 1 >= end or not opening[(np.int64(text[at]) << 8) | text[at + 1]]:
+            return False
         if word_at(text, at, end, keywords, n_kw):
             return True
         if at < end and text[at] == 0x23:  # '#'
@@ -88,6 +99,7 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
     n_mod: Any,
     keywords: Any,
     n_kw: Any,
+    opening: Any,
 ) -> Any:
     # Each blob's distinct trigrams of its lowercased text, and of its definition lines, in
     # one pass. seen[0] and seen[1] are bit sets of every trigram (uint64 words), all clear
@@ -107,7 +119,9 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
         blob = blobs[i]
         first, first_def = n, n_def
         line = start
-        defining = not folded and _defines(text, start, end, modifiers, n_mod, keywords, n_kw)
+        defining = not folded and _defines(
+            text, start, end, modifiers, n_mod, keywords, n_kw, opening
+        )
         code = 0
         for at in range(start, end):
             byte = text[at]
@@ -119,7 +133,7 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
                 if byte == 0x0A:
                     line = at + 1
                     defining = not folded and _defines(
-                        text, line, end, modifiers, n_mod, keywords, n_kw
+                        text, line, end, modifiers, n_mod, keywords, n_kw, opening
                     )
                 continue
             word = code >> 6
@@ -133,7 +147,7 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
             if byte == 0x0A:
                 line = at + 1
                 defining = not folded and _defines(
-                    text, line, end, modifiers, n_mod, keywords, n_kw
+                    text, line, end, modifiers, n_mod, keywords, n_kw, opening
                 )
             elif defining and at - line >= 2 and not in_definitions[word] & bit:
                 in_definitions[word] |= bit

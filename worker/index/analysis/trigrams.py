@@ -76,6 +76,10 @@ def _word_table(words: Sequence[bytes]) -> tuple[npt.NDArray[np.uint8], I64]:
 _MODIFIER_TABLE, _MODIFIER_LENGTHS = _word_table(_MODIFIERS)
 _LOWER: Final = np.frombuffer(bytes(range(256)).lower(), dtype=np.uint8).astype(np.int64)
 _KEYWORD_TABLE, _KEYWORD_LENGTHS = _word_table(_KEYWORDS)
+_OPENING = np.zeros(1 << 16, dtype=np.bool_)
+"""The first two bytes a definition line's first word may start with (see `_defines`)."""
+_OPENING[[word[0] << 8 | word[1] for word in (*_MODIFIERS, *_KEYWORDS, b"#d")]] = True
+_OPENING[[ord("#") << 8 | blank for blank in b" \t\r\f\v"]] = True
 
 
 def fold(data: bytes) -> bytes:
@@ -231,6 +235,7 @@ class TrigramCollector:
             _MODIFIER_LENGTHS,
             _KEYWORD_TABLE,
             _KEYWORD_LENGTHS,
+            _OPENING,
         )
         self._text.append((codes[:n].copy(), owners[:n].copy()))
         self.pairs += n

@@ -129,21 +129,37 @@ def test_many_pairs_are_counted_into_the_same_lists(monkeypatch: pytest.MonkeyPa
 
 
 def test_definition_lines_are_found_in_any_language() -> None:
-    """Keywords after modifiers on a word boundary, or #define, start a definition line."""
+    """Keywords after modifiers on a word boundary, or #define, start a definition line;
+    the compiled pass finds the same ones."""
     found = [
         b"def handle(self):",
         b"  pub fn main() {",
         b"export async function App() {",
         b"public static class Router {",
         b"#  define MAX 3",
+        b"#\tdefine MIN 1",
+        b"#define F(a) a",
         b"struct foo_ops {",
+        b"fn",
     ]
-    missed = [b"int main(void)", b"classify(x)", b"finally:", b"type_of(x)", b"Class X", b"#x"]
+    missed = [
+        b"int main(void)",
+        b"classify(x)",
+        b"finally:",
+        b"type_of(x)",
+        b"Class X",
+        b"#x",
+        b"#",
+    ]
     for line in found:
         assert DEFINITION_LINE.match(line), line
     for line in missed:
         assert not DEFINITION_LINE.match(line), line
-    assert definition_text(b"\n".join(found + missed)) == b"".join(f + b"\n" for f in found)
+    text = b"\n".join(found + missed)
+    assert definition_text(text) == b"".join(f + b"\n" for f in found)
+    collector = TrigramCollector()
+    collector.add([text], [0])
+    assert collector.definition_texts(1).to_pylist() == [definition_text(text)]
 
 
 def test_a_segment_answers_which_blobs_hold_a_trigram(tmp_path: Path) -> None:
