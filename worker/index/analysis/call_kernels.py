@@ -28,19 +28,32 @@ def name_hash(name: bytes) -> int:
     return value
 
 
+def _byte_table(chars: bytes) -> Any:
+    table = np.zeros(256, np.bool_)
+    table[list(chars)] = True
+    return table
+
+
+_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_$"
+_NAME_START = _byte_table(_LETTERS)
+_NAME = _byte_table(_LETTERS + b"0123456789")
+_SPACE = _byte_table(b" \t\r\f\v\n")
+"""Looked up, not compared: a name's bytes are read one at a time in every file."""
+
+
 @compiled(inline="always")
 def _starts_name(byte: int) -> bool:
-    return (0x41 <= byte <= 0x5A) or (0x61 <= byte <= 0x7A) or byte in (0x5F, 0x24)
+    return bool(_NAME_START[byte])
 
 
 @compiled(inline="always")
 def _in_name(byte: int) -> bool:
-    return _starts_name(byte) or (0x30 <= byte <= 0x39)
+    return bool(_NAME[byte])
 
 
 @compiled(inline="always")
 def _is_space(byte: int) -> bool:
-    return byte in (0x20, 0x09, 0x0D, 0x0C, 0x0B, 0x0A)
+    return bool(_SPACE[byte])
 
 
 @compiled(inline="always")
