@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from worker.index.analysis.compiled import compiled
+from worker.index.analysis.outline import byte_table
 
 FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 FNV_PRIME = np.uint64(0x100000001B3)
@@ -28,17 +29,11 @@ def name_hash(name: bytes) -> int:
     return value
 
 
-def _byte_table(chars: bytes) -> Any:
-    table = np.zeros(256, np.bool_)
-    table[list(chars)] = True
-    return table
-
-
+# Looked up, not compared: a name's bytes are read one at a time in every file.
 _LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_$"
-_NAME_START = _byte_table(_LETTERS)
-_NAME = _byte_table(_LETTERS + b"0123456789")
-_SPACE = _byte_table(b" \t\r\f\v\n")
-"""Looked up, not compared: a name's bytes are read one at a time in every file."""
+_NAME_START = byte_table(_LETTERS)
+_NAME = byte_table(_LETTERS + b"0123456789")
+_SPACE = byte_table(b" \t\r\f\v\n")
 
 
 @compiled(inline="always")
