@@ -66,7 +66,7 @@ def _defines(  # noqa: PLR0917 (numba compiles positional parameters only)
             return False
         if word_at(text, at, end, keywords, n_kw):
             return True
-        if at < end and text[at] == 0x23:  # '#'
+        if text[at] == 0x23:  # '#' (the look above saw a byte after it)
             q = at + 1
             while q < end and _is_blank(text[q]):
                 q += 1
