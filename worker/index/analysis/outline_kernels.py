@@ -65,6 +65,9 @@ def assembled(a: Any, newlines: Any, segments: Any, files: Any) -> Any:
 
 _OPEN, _CLOSE, _SEMI = 123, 125, 59
 _OPEN_PAREN, _CLOSE_PAREN, _EQUALS = 40, 41, 61
+_KINDS = np.zeros(256, np.uint8)
+_KINDS[[_OPEN_PAREN, _CLOSE_PAREN]] = 1
+_KINDS[[_OPEN, _CLOSE, _SEMI]] = 2
 
 
 @_compiled(inline="always")
@@ -89,23 +92,22 @@ def _outside(q: int, lexemes: Any, lexeme: int, first_lexeme: int, strings: bool
 
 @_compiled()
 def _parameters_open(  # noqa: PLR0917 (numba compiles positional parameters only)
-    a: Any, close: int, floor: int, cursor: Any, lexemes: Any, lexeme: int, first_lexeme: int
+    a: Any,
+    close: int,
+    floor: int,
+    last_open: int,
+    last_shut: int,
+    lexemes: Any,
+    lexeme: int,
+    first_lexeme: int,
 ) -> int:
     # The `(` whose group ends at the `)` at `close` (none before `floor`), or -1. Most
-    # groups hold no parenthesis: their `(` is the last one before the `)`, whatever it is
-    # in. The others are walked back, counting the parentheses outside lexemes (`lexeme`
-    # is the last that starts before `close`). `cursor` holds how far the bytes were read
-    # for the last call (closes come in ascending order), the last `(` and `)` there.
-    at, last_open, last_shut = cursor[0], cursor[1], cursor[2]
-    while at < close:
-        if a[at] == _OPEN_PAREN:
-            last_open = at
-        elif a[at] == _CLOSE_PAREN:
-            last_shut = at
-        at += 1
-    cursor[0], cursor[1], cursor[2] = at, last_open, last_shut
+    # groups hold no parenthesis: their `(` is the last one before the `)` (`last_open`,
+    # outside lexemes, as `last_shut` is the last `)` before it). The others are walked
+    # back, counting the parentheses outside lexemes (`lexeme` is the last that starts
+    # before `close`).
     if last_open < 0 or last_shut < last_open:
-        return int(last_open)
+        return last_open
     depth = 1
     q, lexeme = _outside(close - 1, lexemes, lexeme, first_lexeme, True)
     while q >= floor:
@@ -195,7 +197,8 @@ def c_outlined(  # noqa: PLR0915 (one pass over each file)
         longest = max(longest, file_ends[f] - file_starts[f])
     counts = np.zeros((3, longest + 1), np.int32)
     drop, keep, veto = counts[0], counts[1], counts[2]
-    marks = np.zeros(longest + 1, np.bool_)
+    mark_words = np.zeros(longest // 8 + 1, np.uint64)
+    marks = mark_words.view(np.bool_)
     stack = np.empty(longest + 1, np.int64)
     elides = np.empty(longest + 1, np.bool_)
     function_body = np.empty(longest + 1, np.bool_)
@@ -211,7 +214,6 @@ def c_outlined(  # noqa: PLR0915 (one pass over each file)
     rows = np.empty(len(a) + n_files, np.int64)
     rows_at = np.empty(n_files + 1, np.int64)
     ok = np.ones(n_files, np.bool_)
-    cursor = np.empty(3, np.int64)
     out, n_rows, k, m = 0, 0, 0, 0
     for f in range(n_files):
         fs, fe = file_starts[f], file_ends[f]
@@ -234,9 +236,9 @@ def c_outlined(  # noqa: PLR0915 (one pass over each file)
                 if a[at] == _NEWLINE:
                     _span(keep, marks, at - 1 - fs, at + 1 - fs)
             m += 1
-        # Braces and semicolons outside lexemes, in order.
+        # Braces, semicolons and parentheses outside lexemes, in order.
         depth = 0
-        cursor[0], cursor[1], cursor[2] = fs, -1, -1
+        last_open = last_shut = shut_before = -1
         statement_at[0], defining[0], initialised[0], after_body[0] = fs - 1, False, False, False
         j = first_lexeme
         at = fs
@@ -244,7 +246,15 @@ def c_outlined(  # noqa: PLR0915 (one pass over each file)
             stop = ls[j] if j < end_lexeme else fe
             while at < stop:
                 byte = a[at]
-                if byte not in (_OPEN, _CLOSE, _SEMI):
+                kind = _KINDS[byte]
+                if kind == 0:
+                    at += 1
+                    continue
+                if kind == 1:
+                    if byte == _OPEN_PAREN:
+                        last_open = at
+                    else:
+                        shut_before, last_shut = last_shut, at
                     at += 1
                     continue
                 if byte == _OPEN:
@@ -265,7 +275,7 @@ def c_outlined(  # noqa: PLR0915 (one pass over each file)
                     if before_byte == _CLOSE_PAREN:
                         # The parameters of an elided function go too.
                         opened = _parameters_open(
-                            a, before, fs, cursor, lexemes, j - 1, first_lexeme
+                            a, before, fs, last_open, shut_before, lexemes, j - 1, first_lexeme
                         )
                         if opened >= 0:
                             inner = opened + 1
@@ -324,8 +334,12 @@ def c_outlined(  # noqa: PLR0915 (one pass over each file)
         d = kept = vetoed = 0
         i = 0
         while i <= size:
+            # Marks are few: whole words without one are skipped.
             while i < size and not marks[i]:
                 i += 1
+                if i & 7 == 0:
+                    while i + 8 <= size and mark_words[i >> 3] == 0:
+                        i += 8
             d += drop[i]
             kept += keep[i]
             vetoed += veto[i]

@@ -118,6 +118,21 @@ def test_c_body_after_unmatched_parenthesis_still_goes() -> None:
     assert outline.rows.tolist() == [0, 1, 3, 4, 5]
 
 
+def test_c_parameters_go_whatever_parentheses_their_comments_and_strings_hold() -> None:
+    """A function's parameters go from `(` to `)` though a comment or a string in them holds
+    a parenthesis of its own."""
+    source = (
+        b'int f(int a /* ( */)\n{\n\treturn a;\n}\nint g(const char *s = "(")\n{\n}\n'
+        b"int h(int a /* ) */, int b)\n{\n}\n"
+    )
+    assert c_outline(source).text == b"int f( )\n{\n}\nint g( )\n{\n}\nint h( )\n{\n}\n"
+    assert same_as_whole(source, "cpp") == [
+        (0, 3, "f", "function_definition"),
+        (4, 6, "g", "function_definition"),
+        (7, 9, "h", "function_definition"),
+    ]
+
+
 def test_c_unbalanced_braces_have_no_outline() -> None:
     """A file whose braces do not balance is parsed whole."""
     assert c_outlines([b"int f(void) {\n", b"int g(void) { }\n"]).outlines[0] is None
