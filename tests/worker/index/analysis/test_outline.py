@@ -402,6 +402,15 @@ def test_c_lexemes_known_cases() -> None:
     assert got == [reference_lexemes(f) for f in C_LEXEME_CASES]
 
 
+def test_c_lexemes_denser_than_the_first_guess_are_all_found() -> None:
+    """Files with a lexeme every few bytes, far more than the scan first has room for: the
+    regex's spans, in order."""
+    files = [b"'a' " * 500, b"x", b"//\n" * 300 + b'"s"/**/' * 200]
+    got = array_lexemes(files)
+    assert got == [reference_lexemes(f) for f in files]
+    assert sum(map(len, got)) == 1200
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(lexeme_bytes, min_size=1, max_size=4))
 def test_c_lexemes_equal_the_regex(files: list[bytes]) -> None:
