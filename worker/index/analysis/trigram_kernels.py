@@ -85,13 +85,11 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
     text: Any,
     starts: Any,
     ends: Any,
-    blobs: Any,
     folded: bool,
     seen: Any,
     codes: Any,
-    owners: Any,
     definition_codes: Any,
-    definition_owners: Any,
+    pair_ends: Any,
     definition_text: Any,
     definition_ends: Any,
     lower: Any,
@@ -108,6 +106,9 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
     # every blob without a pass over them. Text the caller `folded` gets no definition lines
     # here (its case is gone).
     #
+    # Blob i's pairs end where pair_ends[0, i] (text) and pair_ends[1, i] (definition lines)
+    # say: the blobs of a run of pairs are known without writing one for each pair.
+    #
     # The definition lines' own bytes, each with its line break (the last line of a blob may
     # have none), go to `definition_text`; `definition_ends[i]` is where blob i's end there.
     in_text, in_definitions = seen[0], seen[1]
@@ -116,7 +117,6 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
     m = 0
     for i in range(len(starts)):
         start, end = starts[i], ends[i]
-        blob = blobs[i]
         first, first_def = n, n_def
         line = start
         defining = not folded and _defines(
@@ -142,7 +142,6 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
             held = in_text[word]
             in_text[word] = held | bit
             codes[n] = code
-            owners[n] = blob
             n += (held & bit) == 0
             if byte == 0x0A:
                 line = at + 1
@@ -152,12 +151,12 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
             elif defining and at - line >= 2 and not in_definitions[word] & bit:
                 in_definitions[word] |= bit
                 definition_codes[n_def] = code
-                definition_owners[n_def] = blob
                 n_def += 1
         for k in range(first, n):
             in_text[codes[k] >> 6] = 0
         for k in range(first_def, n_def):
             in_definitions[definition_codes[k] >> 6] = 0
+        pair_ends[0, i], pair_ends[1, i] = n, n_def
         definition_ends[i] = m
     return n, n_def
 
@@ -195,10 +194,15 @@ def trigram_lists(work: Any) -> Any:
 
 
 @_compiled(nogil=True)
-def place_owners(codes: Any, owners: Any, work: Any, postings: Any) -> None:
+def place_owners(codes: Any, blobs: Any, ends: Any, work: Any, postings: Any) -> None:
     # A stable counting sort's last pass, one part at a time and parts in order: each
-    # trigram's blobs stay in the order the pairs came in.
-    for i in range(len(codes)):
-        c = codes[i]
-        postings[work[c]] = owners[i]
-        work[c] += 1
+    # trigram's blobs stay in the order the pairs came in. Blob blobs[i] owns the pairs up
+    # to ends[i] (from the previous end).
+    i = 0
+    for b in range(len(blobs)):
+        blob = blobs[b]
+        while i < ends[b]:
+            c = codes[i]
+            postings[work[c]] = blob
+            work[c] += 1
+            i += 1

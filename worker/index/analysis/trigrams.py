@@ -119,7 +119,18 @@ def trigrams_of(text: bytes) -> U32:
     return distinct((raw[:-2] << np.uint32(16)) | (raw[1:-1] << np.uint32(8)) | raw[2:])
 
 
-def _tables(parts: list[tuple[U32, U32]], work: npt.NDArray[np.int32] | None) -> TrigramTables:
+Pairs = tuple[U32, I64, I64]
+"""A run of (trigram, blob) pairs: the trigrams, the blobs that own them, and where each
+blob's pairs end (blob i owns those from the end before its own)."""
+
+
+def _owners(part: Pairs) -> U32:
+    """The blob of each pair of a run."""
+    _, blobs, ends = part
+    return np.repeat(blobs.astype(np.uint32), np.diff(ends, prepend=np.int64(0)))
+
+
+def _tables(parts: list[Pairs], work: npt.NDArray[np.int32] | None) -> TrigramTables:
     """The dictionary and postings of the pairs in `parts`, which it empties; `work` is
     scratch of TRIGRAM_SPACE int32, or None when there are too few pairs to count them into
     every trigram."""
@@ -133,18 +144,18 @@ def _tables(parts: list[tuple[U32, U32]], work: npt.NDArray[np.int32] | None) ->
         # Counted and placed part by part, each let go once placed: a copy of all the pairs
         # in one array would be a build worker's peak of memory.
         work.fill(0)
-        for codes, _ in parts:
+        for codes, _, _ in parts:
             count_trigrams(codes, work)
         trigrams, start, count = trigram_lists(work)
-        postings = np.empty(sum(len(codes) for codes, _ in parts), dtype=np.uint32)
+        postings = np.empty(sum(len(part[0]) for part in parts), dtype=np.uint32)
         parts.reverse()
         while parts:
-            codes, owners = parts.pop()
-            place_owners(codes, owners, work, postings)
-            del codes, owners
+            codes, blobs, ends = parts.pop()
+            place_owners(codes, blobs, ends, work, postings)
+            del codes
     else:
-        codes = np.concatenate([np.empty(0, np.uint32), *(c for c, _ in parts)])
-        owners = np.concatenate([np.empty(0, np.uint32), *(o for _, o in parts)])
+        codes = np.concatenate([np.empty(0, np.uint32), *(part[0] for part in parts)])
+        owners = np.concatenate([np.empty(0, np.uint32), *map(_owners, parts)])
         parts.clear()
         order = np.argsort(codes, kind="stable")
         postings = owners[order]
@@ -175,10 +186,10 @@ class TrigramCollector:
 
     def __init__(self) -> None:
         self._seen: npt.NDArray[np.uint64] | None = None
-        self._scratch = np.empty((4, 0), dtype=np.uint32)
+        self._scratch = np.empty((2, 0), dtype=np.uint32)
         self._text_scratch = np.empty(0, dtype=np.uint8)
-        self._text: list[tuple[U32, U32]] = []
-        self._definitions: list[tuple[U32, U32]] = []
+        self._text: list[Pairs] = []
+        self._definitions: list[Pairs] = []
         self._definition_text: list[tuple[I64, I64, bytes]] = []
         """Per run: its blobs, the size of each one's definition lines, and those lines."""
         self.pairs = 0
@@ -211,9 +222,10 @@ class TrigramCollector:
         text = np.frombuffer(b"".join(texts), dtype=np.uint8)
         if self._scratch.shape[1] < len(text):
             # Kept from batch to batch: fresh pages for every batch cost more than the pass.
-            self._scratch = np.empty((4, len(text)), dtype=np.uint32)
+            self._scratch = np.empty((2, len(text)), dtype=np.uint32)
             self._text_scratch = np.empty(len(text), dtype=np.uint8)
-        codes, owners, definition_codes, definition_owners = self._scratch
+        codes, definition_codes = self._scratch
+        pair_ends = np.empty((2, len(texts)), dtype=np.int64)
         definition_ends = np.empty(len(texts), dtype=np.int64)
         from worker.index.analysis.trigram_kernels import pairs
 
@@ -221,13 +233,11 @@ class TrigramCollector:
             text,
             ends - sizes,
             ends,
-            np.asarray(blobs, dtype=np.int64),
             folded,
             self._seen,
             codes,
-            owners,
             definition_codes,
-            definition_owners,
+            pair_ends,
             self._text_scratch,
             definition_ends,
             _LOWER,
@@ -237,13 +247,11 @@ class TrigramCollector:
             _KEYWORD_LENGTHS,
             _OPENING,
         )
-        self._text.append((codes[:n].copy(), owners[:n].copy()))
-        self.pairs += n
         owner_array = np.asarray(blobs, dtype=np.int64)
+        self._text.append((codes[:n].copy(), owner_array, pair_ends[0]))
+        self.pairs += n
         if not folded:
-            self._definitions.append(
-                (definition_codes[:n_def].copy(), definition_owners[:n_def].copy())
-            )
+            self._definitions.append((definition_codes[:n_def].copy(), owner_array, pair_ends[1]))
             written = int(definition_ends[-1]) if texts else 0
             sizes = np.diff(definition_ends, prepend=np.int64(0))
             self._definition_text.append(
@@ -258,7 +266,7 @@ class TrigramCollector:
             lines = [trigrams_of(fold(line)) for line in text_of_blob.split(b"\n")]
             found = distinct(np.concatenate([np.empty(0, np.uint32), *lines]))
             self._definitions.append(
-                (found.astype(np.uint32), np.full(len(found), blob, dtype=np.uint32))
+                (found.astype(np.uint32), np.array([blob]), np.array([len(found)]))
             )
 
     def definition_texts(self, n_blobs: int) -> pa.Array:
@@ -286,7 +294,7 @@ class TrigramCollector:
     def tables(self) -> tuple[TrigramTables, TrigramTables]:
         """The trigram dictionaries and postings of everything added: text, definition lines."""
         self._seen = None
-        self._scratch = np.empty((4, 0), dtype=np.uint32)
+        self._scratch = np.empty((2, 0), dtype=np.uint32)
         self._text_scratch = np.empty(0, dtype=np.uint8)
         # Many pairs are counted into every trigram (linear); a few (a small on-demand build)
         # are sorted, which beats passes over all 16M trigrams.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -74,15 +75,19 @@ texts_strategy = st.lists(
 )
 
 
+@pytest.mark.parametrize("small_pairs", [trigram_postings.SMALL_PAIRS, 0])
 @settings(max_examples=150, deadline=None)
-@given(texts_strategy)
-def test_postings_list_exactly_the_blobs_holding_each_trigram(texts: list[bytes]) -> None:
+@given(texts=texts_strategy)
+def test_postings_list_exactly_the_blobs_holding_each_trigram(
+    small_pairs: int, texts: list[bytes]
+) -> None:
     """Each trigram's lists are every blob whose folded text, and whose definition lines,
-    hold it: ascending, no repeats, whatever the batches."""
+    hold it: ascending, no repeats, whatever the batches, sorted or counted per trigram."""
     collector = TrigramCollector()
     collector.add(texts[:3], list(range(min(3, len(texts)))))
     collector.add(texts[3:], list(range(3, len(texts))))
-    text, definitions = collector.tables()
+    with patch.object(trigram_postings, "SMALL_PAIRS", small_pairs):
+        text, definitions = collector.tables()
     assert lists_of(text) == expected_lists(texts, definitions=False)
     assert lists_of(definitions) == expected_lists(texts, definitions=True)
 
