@@ -66,6 +66,8 @@ def assembled(a: Any, newlines: Any, segments: Any, files: Any) -> Any:
 _OPEN, _CLOSE, _SEMI = 123, 125, 59
 _OPEN_PAREN, _CLOSE_PAREN, _EQUALS = 40, 41, 61
 _KINDS = np.zeros(256, np.uint8)
+"""What the brace scan does at each byte: pass it (0), note a parenthesis (1), or read a
+brace or a semicolon (2)."""
 _KINDS[[_OPEN_PAREN, _CLOSE_PAREN]] = 1
 _KINDS[[_OPEN, _CLOSE, _SEMI]] = 2
 
