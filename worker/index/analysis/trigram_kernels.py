@@ -118,40 +118,42 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
     for i in range(len(starts)):
         start, end = starts[i], ends[i]
         first, first_def = n, n_def
-        line = start
-        defining = not folded and _defines(
-            text, start, end, modifiers, n_mod, keywords, n_kw, opening
-        )
         code = 0
-        for at in range(start, end):
-            byte = text[at]
-            if defining:
-                definition_text[m] = byte
-                m += 1
-            code = ((code << 8) | lower[byte]) & 0xFFFFFF
-            if at - start < 2:
+        at = start
+        # Line by line: whether a line defines something is read once, at its start.
+        while at < end:
+            line = at
+            defining = not folded and _defines(
+                text, line, end, modifiers, n_mod, keywords, n_kw, opening
+            )
+            while at < end:
+                byte = text[at]
+                if defining:
+                    definition_text[m] = byte
+                    m += 1
+                code = ((code << 8) | lower[byte]) & 0xFFFFFF
+                at += 1
+                # `code` holds the three bytes before `at`: the blob's (and the line's) once
+                # `at` is three past its start.
+                if at - start > 2:
+                    word = code >> 6
+                    bit = np.uint64(1) << np.uint64(code & 63)
+                    # Written always, kept (n moves on) only if new: no branch to mispredict.
+                    held = in_text[word]
+                    in_text[word] = held | bit
+                    codes[n] = code
+                    n += (held & bit) == 0
+                    if (
+                        defining
+                        and byte != 0x0A
+                        and at - line > 2
+                        and not in_definitions[word] & bit
+                    ):
+                        in_definitions[word] |= bit
+                        definition_codes[n_def] = code
+                        n_def += 1
                 if byte == 0x0A:
-                    line = at + 1
-                    defining = not folded and _defines(
-                        text, line, end, modifiers, n_mod, keywords, n_kw, opening
-                    )
-                continue
-            word = code >> 6
-            bit = np.uint64(1) << np.uint64(code & 63)
-            # Written always, kept (n moves on) only if new: no branch to mispredict.
-            held = in_text[word]
-            in_text[word] = held | bit
-            codes[n] = code
-            n += (held & bit) == 0
-            if byte == 0x0A:
-                line = at + 1
-                defining = not folded and _defines(
-                    text, line, end, modifiers, n_mod, keywords, n_kw, opening
-                )
-            elif defining and at - line >= 2 and not in_definitions[word] & bit:
-                in_definitions[word] |= bit
-                definition_codes[n_def] = code
-                n_def += 1
+                    break
         for k in range(first, n):
             in_text[codes[k] >> 6] = 0
         for k in range(first_def, n_def):
