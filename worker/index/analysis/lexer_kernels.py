@@ -117,11 +117,10 @@ def _scan(  # noqa: PLR0917 (numba compiles positional parameters only)
     file_ends: Any,
     kinds: int,
     position: Any,
-    starts: Any,
-    ends: Any,
+    spans: Any,
 ) -> None:
-    # Lexemes from `position` (file, byte, lexemes found) on, into `starts` and `ends` until
-    # they are full or every file is read; `position` is left where the scan stopped.
+    # Lexemes from `position` (file, byte, lexemes found) on, into `spans` (starts, ends)
+    # until it is full or every file is read; `position` is left where the scan stopped.
     f, at, found = position[0], position[1], position[2]
     while f < len(file_starts):
         end = file_ends[f]
@@ -161,11 +160,11 @@ def _scan(  # noqa: PLR0917 (numba compiles positional parameters only)
             if stop < 0:
                 at += 1
                 continue
-            if found == len(starts):
+            if found == spans.shape[1]:
                 position[0], position[1], position[2] = f, at, found
                 return
-            starts[found] = at
-            ends[found] = stop
+            spans[0, found] = at
+            spans[1, found] = stop
             found += 1
             at = stop
         f += 1
@@ -186,20 +185,16 @@ def lexemes(a: Any, file_starts: Any, file_ends: Any, kinds: int) -> Any:
     size = 0
     for f in range(len(file_starts)):
         size += file_ends[f] - file_starts[f]
-    starts = np.empty(size // 64 + 16, np.int64)
-    ends = np.empty(size // 64 + 16, np.int64)
+    spans = np.empty((2, size // 64 + 16), np.int64)
     position = np.zeros(3, np.int64)
     if len(file_starts):
         position[1] = file_starts[0]
     while True:
-        _scan(a, file_starts, file_ends, kinds, position, starts, ends)
+        _scan(a, file_starts, file_ends, kinds, position, spans)
         if position[0] >= len(file_starts):
             break
-        grown = np.empty(2 * len(starts), np.int64)
-        grown[: len(starts)] = starts
-        starts = grown
-        grown = np.empty(2 * len(ends), np.int64)
-        grown[: len(ends)] = ends
-        ends = grown
+        grown = np.empty((2, 2 * spans.shape[1]), np.int64)
+        grown[:, : spans.shape[1]] = spans
+        spans = grown
     found = position[2]
-    return starts[:found], ends[:found]
+    return spans[0, :found], spans[1, :found]
