@@ -4,8 +4,9 @@ A build with more than one worker analyses in a pool of processes forked from a 
 that has imported the analysis, so each worker starts with numpy, Arrow, numba and the
 grammars' modules loaded; each then warms up (`warm_up`: the parsers, the compiled trigram
 pass) before its first task. `start_build_workers` starts the server and the pool of the
-next build, for a caller with something slow to do first (a mirror's fetch), so that all of
-this overlaps the fetch. A pool serves one build.
+next build, for a caller with something slow to do first (a mirror's fetch), and warms the
+caller's own share of the build (its path index), so that all of this overlaps the fetch. A
+pool serves one build.
 """
 
 from __future__ import annotations
@@ -70,6 +71,18 @@ def warm_up() -> None:
         for i, grammar in enumerate(sorted(PARSED_LANGUAGES))
     )
     builder.tables()
+
+
+def warm_up_paths() -> None:
+    """Work out the path index of two sample paths (thrown away).
+
+    Loads the compiled loops that the process running a build uses while its workers
+    analyse (it works out the commit's path index meanwhile): loaded then, they would take
+    that time from the cores the workers analyse on.
+    """
+    from worker.index.store.commit_view import path_terms
+
+    path_terms([(path, bytes(20)) for path in _SAMPLE_PATHS.values()][:2])
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +183,8 @@ def _new_pool(size: int, *, start_now: bool) -> BuildPool:
 
 def start_build_workers(workers: int) -> None:
     """Start the fork server, and in the background the next build's `workers` processes,
-    so that they are up and warm when the build is.
+    so that they are up and warm when the build is; warm this process's share too
+    (`warm_up_paths`).
 
     For a caller that will build after something slow (a fetch): the server's imports and
     the workers' start overlap that instead of the build. Forking waits for the server's
@@ -194,6 +208,7 @@ def _start_ahead(workers: int) -> None:
             pool = _new_pool(workers, start_now=True)
             with _ahead.lock:
                 stale, _ahead.pool = _ahead.pool, pool
+        warm_up_paths()
     except Exception as exc:
         log.warning("search.build_workers.not_started", workers=workers, error=repr(exc))
     finally:

@@ -166,6 +166,28 @@ def test_a_program_that_never_builds_exits_with_its_workers_started() -> None:
     assert done.stdout.split() == ["up"]
 
 
+_START_AND_SAY_WHAT_IS_LOADED = """
+from worker.index.analysis import postings_kernels, token_kernels
+from worker.index.store import build_workers
+build_workers.start_build_workers(2)
+build_workers.wait_for_build_workers()
+print(bool(token_kernels.word_runs.signatures), bool(postings_kernels.unpacked.signatures))
+"""
+
+
+def test_starting_workers_ahead_loads_what_this_process_runs_during_the_build() -> None:
+    """Once the workers started ahead are up, the program that started them has loaded the
+    compiled loops of its own share of the build (the path index)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _START_AND_SAY_WHAT_IS_LOADED],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.split() == ["True", "True"]
+
+
 def test_waiting_with_no_workers_started_returns_at_once() -> None:
     """Nothing started ahead: the wait returns, and the next build starts its own pool."""
     build_workers.wait_for_build_workers()
