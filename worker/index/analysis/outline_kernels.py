@@ -244,6 +244,7 @@ def c_outlined(  # noqa: PLR0915 (one pass over each file)
         statement_at[0], defining[0], initialised[0], after_body[0] = fs - 1, False, False, False
         j = first_lexeme
         at = fs
+        elided_from = -1
         while at < fe:
             stop = ls[j] if j < end_lexeme else fe
             while at < stop:
@@ -257,6 +258,15 @@ def c_outlined(  # noqa: PLR0915 (one pass over each file)
                         last_open = at
                     else:
                         shut_before, last_shut = last_shut, at
+                    at += 1
+                    continue
+                if elided_from >= 0 and (byte != _CLOSE or depth != elided_from):
+                    # In a body, initialiser or enumerator list that goes whole, only the
+                    # braces' balance matters until it closes.
+                    if byte == _OPEN:
+                        depth += 1
+                    elif byte == _CLOSE:
+                        depth -= 1
                     at += 1
                     continue
                 if byte == _OPEN:
@@ -274,6 +284,8 @@ def c_outlined(  # noqa: PLR0915 (one pass over each file)
                     depth += 1
                     statement_at[depth], defining[depth] = at, False
                     initialised[depth], after_body[depth] = False, False
+                    if elide:
+                        elided_from = depth
                     if before_byte == _CLOSE_PAREN:
                         # The parameters of an elided function go too.
                         opened = _parameters_open(
@@ -293,6 +305,7 @@ def c_outlined(  # noqa: PLR0915 (one pass over each file)
                         at = fe
                         break
                     depth -= 1
+                    elided_from = -1
                     if elides[depth]:
                         _span(drop, marks, stack[depth] + 1 - fs, at - fs)
                         _span(veto, marks, stack[depth] + 1 - fs, at - fs)
