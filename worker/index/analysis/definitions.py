@@ -54,6 +54,10 @@ _REPARSE_ON_ERROR: Final = frozenset({"python"})
 C and C++ files have errors on their own (macros the parser cannot know), so the check would
 throw away most outlines; their outlines were compared with whole parses instead.
 """
+_DEFINING_BYTES: Final[dict[str, tuple[bytes, ...]]] = {"c": (b"{", b"#"), "cpp": (b"{", b"#")}
+"""Bytes a C or C++ text holds if its definition query can match at all: every definition it
+finds has a body in braces or is a function-like macro's `#define`. An outline with none of
+them (prototypes, constants) is not parsed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +145,9 @@ def definitions(data: bytes, language: str, outline: Outline | None) -> Definiti
     own points (it counts b"\\n" as the chunker does), not recounted from byte offsets.
     """
     text = data if outline is None else outline.text
+    needed = _DEFINING_BYTES.get(language)
+    if needed is not None and not any(byte in text for byte in needed):
+        return NO_DEFINITIONS
     parser = _parser(language)
     tree = parser.parse(text)
     if outline is not None and language in _REPARSE_ON_ERROR and tree.root_node.has_error:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import tree_sitter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.index.analysis.definitions import MAX_NESTING, Definition, definitions, tree
+from worker.index.analysis.grammars import grammar
+from worker.index.analysis.outline import c_outlines
 
 PYTHON = b"""class Outer:
     def method(self):
@@ -61,6 +64,37 @@ def test_no_definitions_is_empty() -> None:
     assert found.rows() == []
     assert len(found.parent) == 0
     assert tree(found) == []
+
+
+_C_PIECES = [
+    "int", " f", "(void)", ";", "\n", "struct s", " *p", "extern ", "x = 1", "/* c */", "\"s\"",
+    "(", ")", "[3]", ",", "enum e", "typedef ", "class K", "::", "<T>", "template", "namespace n",
+]  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(["c", "cpp"]), st.lists(st.sampled_from(_C_PIECES), max_size=40))
+def test_c_text_without_a_brace_or_a_hash_defines_nothing(language: str, pieces: list[str]) -> None:
+    """C and C++ without `{` or `#` (prototypes, constants, forward declarations) define
+    nothing: the definition query matches nothing the parser makes of them, whole or
+    outlined."""
+    data = "".join(pieces).encode()
+    outline = c_outlines([data]).outlines[0]
+    parsed_with = grammar(language)
+    parser = tree_sitter.Parser(parsed_with.language)
+    for text in (data, data if outline is None else outline.text):
+        root = parser.parse(text).root_node
+        assert tree_sitter.QueryCursor(parsed_with.query).matches(root) == []
+    assert definitions(data, language, outline).rows() == []
+
+
+def test_a_c_body_or_macro_in_a_text_of_prototypes_is_found() -> None:
+    """One brace or one function-like macro among prototypes is enough to find its definition."""
+    prototypes = b"int f(void);\nextern char *g(int);\n"
+    for text, symbol in ((b"struct s { int a; };\n", "s"), (b"#define M(x) (x)\n", "M")):
+        data = prototypes + text
+        found = definitions(data, "c", c_outlines([data]).outlines[0])
+        assert found.symbol == [symbol]
 
 
 def walk(roots: list[Definition]) -> tuple[list[tuple[int, int, str, str]], list[int]]:
