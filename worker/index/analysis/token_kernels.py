@@ -40,17 +40,24 @@ def _run_ends(  # noqa: PLR0917 (numba compiles positional parameters only)
 
 
 @_compiled(nogil=True)
-def word_runs(text: Any, text_starts: Any, min_length: int, max_length: int) -> Any:
+def word_runs(  # noqa: PLR0917 (numba compiles positional parameters only)
+    text: Any,
+    text_starts: Any,
+    min_length: int,
+    max_length: int,
+    words: Any,
+    offsets: Any,
+    texts: Any,
+) -> Any:
     # Every run of word bytes ([A-Za-z0-9_]) of `text` that is min_length to max_length
-    # long: the runs' bytes joined, their offsets, and the text each starts in (texts are
-    # slices from text_starts, the first at 0).
+    # long: the runs' bytes joined into `words`, their offsets into `offsets`, and the text
+    # each starts in into `texts` (texts are slices from text_starts, the first at 0).
+    # Returns how many bytes and runs were written. The caller's arrays hold len(text),
+    # len(text) // 2 + 2 and len(text) // 2 + 1 at least: what the most runs take.
     #
     # One step per byte and few branches: every byte is written, and only a word byte
     # moves the end on (the next byte overwrites any other).
     n = len(text)
-    words = np.empty(n, np.uint8)
-    offsets = np.empty(n // 2 + 2, np.int64)
-    texts = np.empty(n // 2 + 1, np.int64)
     offsets[0] = 0
     state = np.zeros(2, np.int64)
     end = 0
@@ -73,8 +80,7 @@ def word_runs(text: Any, text_starts: Any, min_length: int, max_length: int) -> 
         end = _run_ends(
             run_start, n, end, min_length, max_length, text_starts, offsets, texts, state
         )
-    n_runs = state[0]
-    return words[:end], offsets[: n_runs + 1], texts[:n_runs]
+    return end, state[0]
 
 
 @_compiled()

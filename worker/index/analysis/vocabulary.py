@@ -251,6 +251,20 @@ class _Rows:
     """Rows the batch's pairs expand into (after `analyse`)."""
 
 
+class _RunBuffers:
+    """Where `token_kernels.word_runs` writes a text's runs of up to `size` bytes.
+
+    Kept from batch to batch: arrays this large, allocated for each 4 MB batch, came back
+    as fresh pages from the kernel every time, and cost more than the pass that fills them.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.words = np.empty(size, dtype=np.uint8)
+        self.offsets = np.empty(size // 2 + 2, dtype=np.int64)
+        self.texts = np.empty(size // 2 + 1, dtype=np.int64)
+
+
 def _narrow(values: I64, limit: int) -> npt.NDArray[np.integer]:
     """`values` (all in [0, limit)) as uint16 when limit allows, else int32."""
     return values.astype(np.uint16 if limit <= 1 << 16 else np.int32)
@@ -267,6 +281,7 @@ class TermRows:
     def __init__(self, n_fields: int) -> None:
         self._strings: list[pa.Array] = []
         self._rows: list[list[_Rows]] = [[] for _ in range(n_fields)]
+        self._runs = _RunBuffers(0)
         self._token_terms = TokenTerms(
             pa.array([], pa.binary()), np.zeros(1, np.int64), np.zeros(0, np.int32)
         )
@@ -279,14 +294,21 @@ class TermRows:
         """
         from worker.index.analysis.token_kernels import word_runs
 
-        words, offsets, text = word_runs(
+        if self._runs.size < len(data):
+            self._runs = _RunBuffers(len(data))
+        runs = self._runs
+        end, n_runs = word_runs(
             np.frombuffer(data, dtype=np.uint8),
             np.asarray(text_starts, dtype=np.int64),
             MIN_TOKEN_CHARS,
             MAX_TOKEN_CHARS,
+            runs.words,
+            runs.offsets,
+            runs.texts,
         )
-        if not len(text):
+        if not n_runs:
             return
+        words, offsets, text = runs.words[:end], runs.offsets[: n_runs + 1], runs.texts[:n_runs]
         encoded = binary_array(words, offsets).dictionary_encode()
         distinct = encoded.dictionary
         n_valid, n_texts = len(distinct), len(text_starts)
