@@ -56,8 +56,8 @@ throw away most outlines; their outlines were compared with whole parses instead
 """
 _DEFINING_BYTES: Final[dict[str, tuple[bytes, ...]]] = {"c": (b"{", b"#"), "cpp": (b"{", b"#")}
 """Bytes a C or C++ text holds if its definition query can match at all: every definition it
-finds has a body in braces or is a function-like macro's `#define`. An outline with none of
-them (prototypes, constants) is not parsed."""
+finds has a body in braces or is a function-like macro's `#define`. A text (or outline) with
+none of them, only prototypes and constants, is not parsed."""
 
 
 @dataclass(frozen=True, slots=True)

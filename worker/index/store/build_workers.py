@@ -42,7 +42,8 @@ _shared: dict[str, Synchronized[int]] = {}
 _gate: list[Barrier] = []
 """In a build worker: the barrier every worker of its pool passes when started ahead."""
 _START_TIMEOUT: Final = 60.0
-_SAMPLE: Final = b"def handleRequest(self, request_id):\n    return parse_url(self.base_url)\n"
+_SAMPLE: Final = b"def handleRequest(self, request_id):\n    return parse_url({self.base_url})\n"
+"""Parsed under every grammar: with braces, as C text must have to be parsed at all."""
 
 
 def _sample_paths() -> dict[str, str]:
@@ -203,14 +204,18 @@ def start_build_workers(workers: int) -> None:
 def _start_ahead(workers: int) -> None:
     stale = None
     try:
-        current = _ahead.pool
-        if workers >= 2 and (current is None or current.size != workers):
-            pool = _new_pool(workers, start_now=True)
-            with _ahead.lock:
-                stale, _ahead.pool = _ahead.pool, pool
-        warm_up_paths()
-    except Exception as exc:
-        log.warning("search.build_workers.not_started", workers=workers, error=repr(exc))
+        try:
+            current = _ahead.pool
+            if workers >= 2 and (current is None or current.size != workers):
+                pool = _new_pool(workers, start_now=True)
+                with _ahead.lock:
+                    stale, _ahead.pool = _ahead.pool, pool
+        except Exception as exc:
+            log.warning("search.build_workers.not_started", workers=workers, error=repr(exc))
+        try:
+            warm_up_paths()
+        except Exception as exc:
+            log.warning("search.build_workers.not_warmed", error=repr(exc))
     finally:
         with _ahead.lock:
             _ahead.starting = None
