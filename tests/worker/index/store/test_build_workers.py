@@ -153,17 +153,18 @@ print("up")
 """
 
 
+def _words_printed_by(program: str) -> list[str]:
+    """What a fresh Python running `program` prints, split into words (it must exit 0)."""
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout.split()
+
+
 def test_a_program_that_never_builds_exits_with_its_workers_started() -> None:
     """Workers started ahead and never pools_handed a build let the program that started them
     exit."""
-    done = subprocess.run(
-        [sys.executable, "-c", _START_AND_EXIT],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    assert done.stdout.split() == ["up"]
+    assert _words_printed_by(_START_AND_EXIT) == ["up"]
 
 
 _START_AND_SAY_WHAT_IS_LOADED = """
@@ -178,14 +179,7 @@ print(bool(token_kernels.word_runs.signatures), bool(postings_kernels.unpacked.s
 def test_starting_workers_ahead_loads_what_this_process_runs_during_the_build() -> None:
     """Once the workers started ahead are up, the program that started them has loaded the
     compiled loops of its own share of the build (the path index)."""
-    done = subprocess.run(
-        [sys.executable, "-c", _START_AND_SAY_WHAT_IS_LOADED],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    assert done.stdout.split() == ["True", "True"]
+    assert _words_printed_by(_START_AND_SAY_WHAT_IS_LOADED) == ["True", "True"]
 
 
 def test_waiting_with_no_workers_started_returns_at_once() -> None:
