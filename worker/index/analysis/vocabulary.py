@@ -252,14 +252,13 @@ class _Rows:
 
 
 class _RunBuffers:
-    """Where `token_kernels.word_runs` writes a text's runs of up to `size` bytes.
+    """Where `token_kernels.word_runs` writes the runs of a text of up to `size` bytes.
 
     Kept from batch to batch: arrays this large, allocated for each 4 MB batch, came back
     as fresh pages from the kernel every time, and cost more than the pass that fills them.
     """
 
     def __init__(self, size: int) -> None:
-        self.size = size
         self.words = np.empty(size, dtype=np.uint8)
         self.offsets = np.empty(size // 2 + 2, dtype=np.int64)
         self.texts = np.empty(size // 2 + 1, dtype=np.int64)
@@ -294,7 +293,7 @@ class TermRows:
         """
         from worker.index.analysis.token_kernels import word_runs
 
-        if self._runs.size < len(data):
+        if len(self._runs.words) < len(data):
             self._runs = _RunBuffers(len(data))
         runs = self._runs
         end, n_runs = word_runs(

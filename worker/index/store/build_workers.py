@@ -204,23 +204,35 @@ def start_build_workers(workers: int) -> None:
 def _start_ahead(workers: int) -> None:
     stale = None
     try:
-        try:
-            current = _ahead.pool
-            if workers >= 2 and (current is None or current.size != workers):
-                pool = _new_pool(workers, start_now=True)
-                with _ahead.lock:
-                    stale, _ahead.pool = _ahead.pool, pool
-        except Exception as exc:
-            log.warning("search.build_workers.not_started", workers=workers, error=repr(exc))
-        try:
-            warm_up_paths()
-        except Exception as exc:
-            log.warning("search.build_workers.not_warmed", error=repr(exc))
+        stale = _pool_replaced(workers)
+        _paths_warmed()
     finally:
         with _ahead.lock:
             _ahead.starting = None
     if stale is not None:
         stale.executor.shutdown(wait=False)
+
+
+def _pool_replaced(workers: int) -> BuildPool | None:
+    """Start a pool of `workers` ahead unless one of that size is; the pool it replaces."""
+    try:
+        current = _ahead.pool
+        if workers >= 2 and (current is None or current.size != workers):
+            pool = _new_pool(workers, start_now=True)
+            with _ahead.lock:
+                stale, _ahead.pool = _ahead.pool, pool
+            return stale
+    except Exception as exc:
+        log.warning("search.build_workers.not_started", workers=workers, error=repr(exc))
+    return None
+
+
+def _paths_warmed() -> None:
+    """`warm_up_paths`, a failure logged: the build then loads what it needs itself."""
+    try:
+        warm_up_paths()
+    except Exception as exc:
+        log.warning("search.build_workers.not_warmed", error=repr(exc))
 
 
 def wait_for_build_workers() -> None:
