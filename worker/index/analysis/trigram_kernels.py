@@ -163,48 +163,73 @@ def pairs(  # noqa: PLR0917 (numba compiles positional parameters only)
     return n, n_def
 
 
+@_compiled(inline="always")
+def _ones(word: Any) -> Any:
+    # How many bits of a uint64 are set (LLVM makes this one popcount instruction).
+    word = word - ((word >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    word = (word & np.uint64(0x3333333333333333)) + (
+        (word >> np.uint64(2)) & np.uint64(0x3333333333333333)
+    )
+    word = (word + (word >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((word * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
 @_compiled(nogil=True)
-def count_trigrams(codes: Any, work: Any) -> None:
-    # `work` holds one int32 per trigram: how many pairs have it, over every part counted.
+def mark_trigrams(codes: Any, present: Any) -> None:
+    # Set each code's bit in `present` (a bitset over every trigram, 64 to a word).
     for i in range(len(codes)):
-        work[codes[i]] += 1
+        code = np.uint64(codes[i])
+        present[code >> np.uint64(6)] |= np.uint64(1) << (code & np.uint64(63))
 
 
 @_compiled(nogil=True)
-def trigram_lists(work: Any) -> Any:
-    # The trigrams counted in `work`, each with its list's start and length in the postings;
-    # `work` then holds where each list is to be filled from.
-    distinct = 0
-    for c in range(len(work)):
-        if work[c]:
-            distinct += 1
-    trigrams = np.empty(distinct, np.uint32)
-    start = np.empty(distinct, np.int64)
-    count = np.empty(distinct, np.int32)
-    row = 0
-    at = 0
-    for c in range(len(work)):
-        n = work[c]
-        if n:
-            trigrams[row] = c
-            start[row] = at
-            count[row] = n
-            work[c] = at
-            at += n
-            row += 1
-    return trigrams, start, count
+def rank_words(present: Any) -> Any:
+    # For each word of `present`, how many bits the words before it set; and how many in all.
+    before = np.empty(len(present), np.int64)
+    total = 0
+    for w in range(len(present)):
+        before[w] = total
+        total += _ones(present[w])
+    return before, total
 
 
 @_compiled(nogil=True)
-def place_owners(codes: Any, blobs: Any, ends: Any, work: Any, postings: Any) -> None:
+def rank_codes(codes: Any, present: Any, before: Any, counts: Any) -> None:
+    # Replace each code by its rank among the codes `present` holds, and count it.
+    for i in range(len(codes)):
+        code = np.uint64(codes[i])
+        w = code >> np.uint64(6)
+        below = present[w] & ((np.uint64(1) << (code & np.uint64(63))) - np.uint64(1))
+        rank = before[w] + _ones(below)
+        codes[i] = rank
+        counts[rank] += 1
+
+
+@_compiled(nogil=True)
+def present_codes(present: Any, n: int) -> Any:
+    # The `n` codes `present` holds, ascending.
+    found = np.empty(n, np.uint32)
+    k = 0
+    for w in range(len(present)):
+        word = present[w]
+        while word:
+            lowest = word & (~word + np.uint64(1))
+            found[k] = np.uint32(w * 64 + _ones(lowest - np.uint64(1)))
+            k += 1
+            word ^= lowest
+    return found
+
+
+@_compiled(nogil=True)
+def place_owners(ranks: Any, blobs: Any, ends: Any, at: Any, postings: Any) -> None:
     # A stable counting sort's last pass, one part at a time and parts in order: each
     # trigram's blobs stay in the order the pairs came in. Blob blobs[i] owns the pairs up
-    # to ends[i] (from the previous end).
+    # to ends[i] (from the previous end); `at` holds where each rank's list fills from.
     i = 0
     for b in range(len(blobs)):
         blob = blobs[b]
         while i < ends[b]:
-            c = codes[i]
-            postings[work[c]] = blob
-            work[c] += 1
+            rank = ranks[i]
+            postings[at[rank]] = blob
+            at[rank] += 1
             i += 1

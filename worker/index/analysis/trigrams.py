@@ -31,8 +31,6 @@ import pyarrow as pa
 from worker.index.analysis.distinct import distinct
 
 TRIGRAM_SPACE: Final = 1 << 24
-SMALL_PAIRS: Final = 1 << 20
-"""Fewer (trigram, blob) pairs of text than this are sorted rather than counted per trigram."""
 _MODIFIERS: Final = (
     b"export", b"public", b"private", b"protected", b"static", b"async", b"pub", b"extern",
     b"inline", b"abstract", b"final",
@@ -124,48 +122,44 @@ Pairs = tuple[U32, I64, I64]
 blob's pairs end (blob i owns those from the end before its own)."""
 
 
-def _owners(part: Pairs) -> U32:
-    """The blob of each pair of a run."""
-    _, blobs, ends = part
-    return np.repeat(blobs.astype(np.uint32), np.diff(ends, prepend=np.int64(0)))
+def _tables(parts: list[Pairs]) -> TrigramTables:
+    """The dictionary and postings of the pairs in `parts`, which it empties.
 
+    A counting sort by trigram. Each trigram is numbered by its rank among those present
+    (a bitset over every possible trigram, 2 MB), so there is one counter per trigram
+    present: a few megabytes whatever the build's size, where a counter per possible
+    trigram would be 64 MB of fresh memory for every segment.
+    """
+    from worker.index.analysis.trigram_kernels import (
+        mark_trigrams,
+        place_owners,
+        present_codes,
+        rank_codes,
+        rank_words,
+    )
 
-def _tables(parts: list[Pairs], work: npt.NDArray[np.int32] | None) -> TrigramTables:
-    """The dictionary and postings of the pairs in `parts`, which it empties; `work` is
-    scratch of TRIGRAM_SPACE int32, or None when there are too few pairs to count them into
-    every trigram."""
-    if work is not None:
-        from worker.index.analysis.trigram_kernels import (
-            count_trigrams,
-            place_owners,
-            trigram_lists,
-        )
-
-        # Counted and placed part by part, each let go once placed: a copy of all the pairs
-        # in one array would be a build worker's peak of memory.
-        work.fill(0)
-        for codes, _, _ in parts:
-            count_trigrams(codes, work)
-        trigrams, start, count = trigram_lists(work)
-        postings = np.empty(sum(len(part[0]) for part in parts), dtype=np.uint32)
-        parts.reverse()
-        while parts:
-            codes, blobs, ends = parts.pop()
-            place_owners(codes, blobs, ends, work, postings)
-            del codes
-    else:
-        codes = np.concatenate([np.empty(0, np.uint32), *(part[0] for part in parts)])
-        owners = np.concatenate([np.empty(0, np.uint32), *map(_owners, parts)])
-        parts.clear()
-        order = np.argsort(codes, kind="stable")
-        postings = owners[order]
-        ordered = codes[order]
-        first = np.flatnonzero(np.diff(ordered, prepend=np.int64(-1)) != 0)
-        trigrams = ordered[first]
-        start = first.astype(np.int64)
-        count = np.diff(np.append(first, len(ordered))).astype(np.int32)
+    present = np.zeros(TRIGRAM_SPACE // 64, dtype=np.uint64)
+    for codes, _, _ in parts:
+        mark_trigrams(codes, present)
+    before, n = rank_words(present)
+    count = np.zeros(n, dtype=np.int64)
+    for codes, _, _ in parts:
+        rank_codes(codes, present, before, count)
+    start = np.zeros(n, dtype=np.int64)
+    np.cumsum(count[:-1], out=start[1:])
+    at = start.copy()
+    postings = np.empty(int(start[-1] + count[-1]) if n else 0, dtype=np.uint32)
+    # Placed part by part, each let go once placed: a copy of all the pairs in one array
+    # would be a build worker's peak of memory.
+    parts.reverse()
+    while parts:
+        ranks, blobs, ends = parts.pop()
+        place_owners(ranks, blobs, ends, at, postings)
+        del ranks
     return TrigramTables(
-        trigrams=pa.table({"trigram": trigrams, "start": start, "count": count}),
+        trigrams=pa.table(
+            {"trigram": present_codes(present, n), "start": start, "count": count.astype(np.int32)}
+        ),
         postings=pa.table({"blob": postings}),
     )
 
@@ -192,7 +186,6 @@ class TrigramCollector:
         self._definitions: list[Pairs] = []
         self._definition_text: list[tuple[I64, I64, bytes]] = []
         """Per run: its blobs, the size of each one's definition lines, and those lines."""
-        self.pairs = 0
 
     def add(self, texts: Sequence[bytes], blobs: Sequence[int]) -> None:
         """Add the trigrams of each text (raw blob bytes) as those of segment blob `blobs[i]`.
@@ -249,7 +242,6 @@ class TrigramCollector:
         )
         owner_array = np.asarray(blobs, dtype=np.int64)
         self._text.append((codes[:n].copy(), owner_array, pair_ends[0]))
-        self.pairs += n
         if not folded:
             self._definitions.append((definition_codes[:n_def].copy(), owner_array, pair_ends[1]))
             written = int(definition_ends[-1]) if texts else 0
@@ -296,10 +288,6 @@ class TrigramCollector:
         self._seen = None
         self._scratch = np.empty((2, 0), dtype=np.uint32)
         self._text_scratch = np.empty(0, dtype=np.uint8)
-        # Many pairs are counted into every trigram (linear); a few (a small on-demand build)
-        # are sorted, which beats passes over all 16M trigrams.
-        many = self.pairs >= SMALL_PAIRS
-        work = np.zeros(TRIGRAM_SPACE, dtype=np.int32) if many else None
-        text = _tables(self._text, work)
-        definitions = _tables(self._definitions, work)
+        text = _tables(self._text)
+        definitions = _tables(self._definitions)
         return text, definitions

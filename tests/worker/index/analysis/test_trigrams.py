@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from unittest.mock import patch
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -75,19 +73,15 @@ texts_strategy = st.lists(
 )
 
 
-@pytest.mark.parametrize("small_pairs", [trigram_postings.SMALL_PAIRS, 0])
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(texts=texts_strategy)
-def test_postings_list_exactly_the_blobs_holding_each_trigram(
-    small_pairs: int, texts: list[bytes]
-) -> None:
+def test_postings_list_exactly_the_blobs_holding_each_trigram(texts: list[bytes]) -> None:
     """Each trigram's lists are every blob whose folded text, and whose definition lines,
-    hold it: ascending, no repeats, whatever the batches, sorted or counted per trigram."""
+    hold it: ascending, no repeats, whatever the batches."""
     collector = TrigramCollector()
     collector.add(texts[:3], list(range(min(3, len(texts)))))
     collector.add(texts[3:], list(range(3, len(texts))))
-    with patch.object(trigram_postings, "SMALL_PAIRS", small_pairs):
-        text, definitions = collector.tables()
+    text, definitions = collector.tables()
     assert lists_of(text) == expected_lists(texts, definitions=False)
     assert lists_of(definitions) == expected_lists(texts, definitions=True)
 
@@ -114,23 +108,40 @@ def test_definition_text_keeps_each_lines_own_break() -> None:
     assert definition_text(b"int x;\n") == b""
 
 
-def test_many_pairs_are_counted_into_the_same_lists(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A segment with many pairs, added in batches and counted per trigram, gets the lists
-    sorting would give."""
+def test_many_pairs_in_batches_get_every_blob_in_order() -> None:
+    """A segment with many pairs, added in batches, lists each trigram's blobs in order."""
     texts = [bytes(range(i, 256)) * 3 + b"def x%d():" % i for i in range(40)]
-    batches = [range(first, first + 10) for first in range(0, len(texts), 10)]
+    collector = TrigramCollector()
+    for first in range(0, len(texts), 10):
+        collector.add(texts[first : first + 10], list(range(first, first + 10)))
+    for tables, definitions in zip(collector.tables(), (False, True), strict=True):
+        assert lists_of(tables) == expected_lists(texts, definitions=definitions)
 
-    def tables() -> tuple[TrigramTables, TrigramTables]:
-        collector = TrigramCollector()
-        for batch in batches:
-            collector.add([texts[i] for i in batch], list(batch))
-        return collector.tables()
 
-    sorted_way = tables()
-    monkeypatch.setattr(trigram_postings, "SMALL_PAIRS", 0)
-    counted_way = tables()
-    for a, b, definitions in zip(sorted_way, counted_way, (False, True), strict=True):
-        assert lists_of(a) == lists_of(b) == expected_lists(texts, definitions=definitions)
+@settings(max_examples=100, deadline=None)
+@given(
+    codes=st.lists(
+        st.lists(
+            st.one_of(st.sampled_from([0, 63, 64, (1 << 24) - 1]), st.integers(0, (1 << 24) - 1)),
+            unique=True,
+            max_size=30,
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_trigrams_anywhere_in_their_space_get_their_own_list(codes: list[list[int]]) -> None:
+    """Pairs of any trigram (the first and last of the space too, a word's top bit) are
+    listed under that trigram, trigrams ascending, blobs in the order they came."""
+    parts = [
+        (np.asarray(blob_codes, np.uint32), np.asarray([blob]), np.asarray([len(blob_codes)]))
+        for blob, blob_codes in enumerate(codes)
+    ]
+    expected: dict[int, list[int]] = {}
+    for blob, blob_codes in enumerate(codes):
+        for trigram in sorted(blob_codes):
+            expected.setdefault(trigram, []).append(blob)
+    assert lists_of(trigram_postings._tables(parts)) == dict(sorted(expected.items()))
 
 
 def test_definition_lines_are_found_in_any_language() -> None:
