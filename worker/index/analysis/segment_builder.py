@@ -316,6 +316,7 @@ class SegmentBuilder:
         Chunks without a single term are dropped here, now that terms are known.
         """
         finishing = time.perf_counter()
+        self._trigrams.done_adding()
         n = self.n_chunks
         terms = self._terms.analyse(n)
         len_body, len_sym = self._terms.lengths

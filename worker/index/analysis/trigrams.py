@@ -283,11 +283,16 @@ class TrigramCollector:
             pa.large_binary(), n_blobs, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
         )
 
-    def tables(self) -> tuple[TrigramTables, TrigramTables]:
-        """The trigram dictionaries and postings of everything added: text, definition lines."""
+    def done_adding(self) -> None:
+        """Let go of what adding keeps from batch to batch (tens of megabytes), so a segment's
+        other tables, made before these, do not have to be made beside it."""
         self._seen = None
         self._scratch = np.empty((2, 0), dtype=np.uint32)
         self._text_scratch = np.empty(0, dtype=np.uint8)
+
+    def tables(self) -> tuple[TrigramTables, TrigramTables]:
+        """The trigram dictionaries and postings of everything added: text, definition lines."""
+        self.done_adding()
         text = _tables(self._text)
         definitions = _tables(self._definitions)
         return text, definitions

@@ -335,6 +335,7 @@ class TermRows:
 
         Fills `lengths`: per field, each text's count of term occurrences.
         """
+        self._runs = _RunBuffers(0)  # no batch comes after: not kept beside what follows
         # Encoded chunk by chunk (one per batch), against one dictionary: no copy of them all.
         encoded = pa.chunked_array(self._strings, pa.binary()).dictionary_encode()
         self._strings = []
