@@ -184,8 +184,13 @@ class TrigramCollector:
         self._text_scratch = np.empty(0, dtype=np.uint8)
         self._text: list[Pairs] = []
         self._definitions: list[Pairs] = []
-        self._definition_text: list[tuple[I64, I64, bytes]] = []
-        """Per run: its blobs, the size of each one's definition lines, and those lines."""
+        self._definition_sizes: list[tuple[I64, I64]] = []
+        """Per run: its blobs and the size of each one's definition lines."""
+        self._definition_lines = bytearray()
+        """Every run's definition lines, in blob order (blobs come in ascending order).
+
+        One buffer grown in place (a large one is remapped, not copied, as it grows) that
+        becomes the column as it is: no copy of the runs' lines into it at the end."""
 
     def add(self, texts: Sequence[bytes], blobs: Sequence[int]) -> None:
         """Add the trigrams of each text (raw blob bytes) as those of segment blob `blobs[i]`.
@@ -246,14 +251,14 @@ class TrigramCollector:
             self._definitions.append((definition_codes[:n_def].copy(), owner_array, pair_ends[1]))
             written = int(definition_ends[-1]) if texts else 0
             sizes = np.diff(definition_ends, prepend=np.int64(0))
-            self._definition_text.append(
-                (owner_array, sizes, self._text_scratch[:written].tobytes())
-            )
+            self._definition_sizes.append((owner_array, sizes))
+            self._definition_lines += self._text_scratch[:written].data
             return
         found_text = [definition_text(data) for data in raw]
-        self._definition_text.append(
-            (owner_array, np.fromiter(map(len, found_text), np.int64), b"".join(found_text))
+        self._definition_sizes.append(
+            (owner_array, np.fromiter(map(len, found_text), np.int64, count=len(found_text)))
         )
+        self._definition_lines += b"".join(found_text)
         for text_of_blob, blob in zip(found_text, blobs, strict=True):
             lines = [trigrams_of(fold(line)) for line in text_of_blob.split(b"\n")]
             found = distinct(np.concatenate([np.empty(0, np.uint32), *lines]))
@@ -265,20 +270,12 @@ class TrigramCollector:
         """Each of `n_blobs` blobs' definition lines (see `definition_text`), by blob ordinal:
         large binary, empty for a blob never added."""
         sizes = np.zeros(n_blobs, dtype=np.int64)
-        for blobs, blob_sizes, _ in self._definition_text:
+        for blobs, blob_sizes in self._definition_sizes:
             sizes[blobs] = blob_sizes
+        self._definition_sizes = []
         offsets = np.zeros(n_blobs + 1, dtype=np.int64)
         np.cumsum(sizes, out=offsets[1:])
-        # Blobs come in ascending order over all runs: their lines join in blob order. Each
-        # run's are let go once copied, so a build holds them all once, not twice.
-        data = np.empty(int(offsets[-1]), dtype=np.uint8)
-        at = 0
-        parts, self._definition_text = self._definition_text, []
-        parts.reverse()
-        while parts:
-            text = parts.pop()[2]
-            data[at : at + len(text)] = np.frombuffer(text, dtype=np.uint8)
-            at += len(text)
+        data, self._definition_lines = self._definition_lines, bytearray()
         return pa.LargeBinaryArray.from_buffers(
             pa.large_binary(), n_blobs, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
         )
