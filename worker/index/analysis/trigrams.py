@@ -148,7 +148,7 @@ def _tables(parts: list[Pairs]) -> TrigramTables:
     start = np.zeros(n, dtype=np.int64)
     np.cumsum(count[:-1], out=start[1:])
     at = start.copy()
-    postings = np.empty(int(start[-1] + count[-1]) if n else 0, dtype=np.uint32)
+    postings = np.empty(sum(len(codes) for codes, _, _ in parts), dtype=np.uint32)
     # Placed part by part, each let go once placed: a copy of all the pairs in one array
     # would be a build worker's peak of memory.
     parts.reverse()

@@ -162,7 +162,7 @@ def _words_printed_by(program: str) -> list[str]:
 
 
 def test_a_program_that_never_builds_exits_with_its_workers_started() -> None:
-    """Workers started ahead and never pools_handed a build let the program that started them
+    """Workers started ahead and never handed a build let the program that started them
     exit."""
     assert _words_printed_by(_START_AND_EXIT) == ["up"]
 
