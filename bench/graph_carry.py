@@ -44,8 +44,8 @@ class CarryRun:
 def same_graph(a: CommitGraph, b: CommitGraph) -> bool:
     """Whether two graphs have the same nodes, lines and edges."""
     return (
-        a.names == b.names
-        and a.paths == b.paths
+        list(a.names) == list(b.names)
+        and list(a.paths) == list(b.paths)
         and all(
             np.array_equal(getattr(a, c), getattr(b, c))
             for c in ("types", "start_line", "end_line")

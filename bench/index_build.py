@@ -173,7 +173,7 @@ def bench_graph_carry(
     carried = build_graph(index, previous)
     whole = build_graph(index)
     a, b = carried.graph, whole.graph
-    same = a.names == b.names and all(
+    same = list(a.names) == list(b.names) and all(
         np.array_equal(getattr(a.edges, c), getattr(b.edges, c))
         for c in ("source", "target", "relation")
     )

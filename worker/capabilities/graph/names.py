@@ -23,7 +23,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from worker.index.views.graph.model import CommitGraph
+from worker.index.views.graph.model import CommitGraph, names_array
 
 _WORDS: Final = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _SPLIT: Final = re.compile(r"\.|::|/")
@@ -114,7 +114,7 @@ class NameIndex:
 
     def __init__(self, graph: CommitGraph) -> None:
         self.graph = graph
-        shorts = _shorts(pa.array(graph.names, pa.string()))
+        shorts = _shorts(names_array(graph.names))
         short_lower = _lower(shorts)
         n = len(short_lower)
         # Every short name followed by a line break, as bytes: substring search runs over it.

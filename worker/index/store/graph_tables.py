@@ -32,7 +32,14 @@ import pyarrow as pa
 from worker.index.store.segment import FORMAT_VERSION, read_table, write_table
 from worker.index.views.graph.carried import Previous, ResolutionState
 from worker.index.views.graph.made import BaseRows, ImportRows
-from worker.index.views.graph.model import CommitGraph, Edges, NodeIds
+from worker.index.views.graph.model import (
+    CommitGraph,
+    Edges,
+    Names,
+    NodeIds,
+    NodePaths,
+    names_array,
+)
 from worker.index.views.graph.reads import ReadTable, compacted, encoded
 
 STATE_FILES = ("graph_files.arrow", "graph_reads.arrow", "graph_imports.arrow", "graph_bases.arrow")
@@ -59,7 +66,7 @@ def write_graph(commit_dir: Path, graph: CommitGraph, state: ResolutionState | N
     )
     nodes = pa.table(
         {
-            "name": pa.array(graph.names, pa.string()),
+            "name": names_array(graph.names),
             "type": graph.types,
             "path": pa.DictionaryArray.from_arrays(path_index, pa.array(ids.plain, pa.string())),
             "path_row": path_row,
@@ -108,15 +115,15 @@ def read_graph(commit_dir: Path) -> CommitGraph | None:
     nodes = read_table(commit_dir / "graph_nodes.arrow", whole=True)
     edges = read_table(commit_dir / "graph_edges.arrow", whole=True)
     n_dirs = int(meta["n_dirs"])
-    names: list[str] = nodes.column("name").to_pylist()
-    paths = _decoded(nodes.column("path"))
-    path_row = nodes.column("path_row").to_numpy()
+    names = Names(nodes.column("name").combine_chunks())
     n_plain = n_dirs + int(meta["n_files"])
+    plain = _decoded(nodes.column("path").slice(0, n_plain))
+    entity_path = nodes.column("path_row").to_numpy()[n_plain:].astype(np.int64)
     return CommitGraph(
-        ids=NodeIds(paths[:n_plain], n_dirs, path_row[n_plain:].astype(np.int64), names[n_plain:]),
+        ids=NodeIds(plain, n_dirs, entity_path, names),
         names=names,
         types=nodes.column("type").to_numpy(),
-        paths=paths,
+        paths=NodePaths(plain, n_dirs, entity_path),
         start_line=nodes.column("start_line").to_numpy(),
         end_line=nodes.column("end_line").to_numpy(),
         edges=Edges(
@@ -128,14 +135,10 @@ def read_graph(commit_dir: Path) -> CommitGraph | None:
 
 
 def _decoded(column: pa.ChunkedArray) -> list[str]:
-    """A dictionary-encoded column of strings as a list that shares one str per distinct value.
-
-    Most nodes are entities whose path is their file's: a million paths of Linux's graph are
-    eighty thousand strings, and `to_pylist` would make a million.
-    """
-    encoded = column.combine_chunks()  # `write_graph` dictionary-encodes the paths
+    """A dictionary-encoded column of strings (`write_graph` encodes the paths) as a list."""
+    encoded = column.combine_chunks()
     distinct = np.asarray(encoded.dictionary.to_pylist(), dtype=object)
-    # Taken as an array of references, in C, then listed: not a Python loop per node.
+    # Taken as an array of references, in C, then listed: not a Python loop per row.
     paths: list[str] = distinct[encoded.indices.to_numpy(zero_copy_only=False)].tolist()
     return paths
 

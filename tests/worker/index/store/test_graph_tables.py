@@ -27,8 +27,8 @@ def test_a_stored_graph_reads_back_identical(tmp_path: Path) -> None:
     stored = read_graph(commit_dir)
     assert stored is not None
     assert list(stored.ids) == list(built.ids)
-    assert stored.names == built.names
-    assert stored.paths == built.paths
+    assert list(stored.names) == list(built.names)
+    assert list(stored.paths) == list(built.paths)
     for name in ("types", "start_line", "end_line"):
         assert np.array_equal(getattr(stored, name), getattr(built, name))
     for name in ("source", "target", "relation"):

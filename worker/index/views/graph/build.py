@@ -35,7 +35,9 @@ from worker.index.views.graph.model import (
     CommitGraph,
     Edges,
     EntityType,
+    Names,
     NodeIds,
+    NodePaths,
     Relation,
 )
 from worker.index.views.graph.reads import (
@@ -124,9 +126,11 @@ def _build(
     parents = np.concatenate(
         [np.asarray(dir_parent + file_parent, dtype=np.int64), data.entity_parent]
     )
-    names = [d.rpartition("/")[2] for d in directories]
-    names += [p.rpartition("/")[2] for p in paths]
-    names += data.names
+    plain_names = [d.rpartition("/")[2] for d in directories]
+    plain_names += [p.rpartition("/")[2] for p in paths]
+    names = Names(
+        pa.concat_arrays([pa.array(plain_names, pa.string()), data.name_array.cast(pa.string())])
+    )
     node_paths = directories + paths
     grammar_list = grammars_of(paths)
     for row in data.cpp_paths.tolist():
@@ -149,8 +153,9 @@ def _build(
             # Every definition of a wanted name stays, so each is counted as in the whole.
             kept = pc.is_in(mine_names, value_set=pa.array(sorted(wanted), pa.string()))
             mine, mine_names = mine[kept.to_numpy(zero_copy_only=False)], mine_names.filter(kept)
-        names, first = data.names, data.first_entity
-        return {names[e]: first + e for e in _only_of_name(mine_names, mine).tolist()}
+        only = _only_of_name(mine_names, mine)
+        only_names: list[str] = data.name_array.take(pa.array(only)).to_pylist()
+        return dict(zip(only_names, (data.first_entity + only).tolist(), strict=True))
 
     scopes = Scopes(
         types=type_list,
@@ -190,10 +195,10 @@ def _build(
     state = plan.state(oids, grammar_list, ReadTable.concat([read_table(scopes.reads), c_reads]))
     resolved = len(paths) if plan.dirty_from is None else len(plan.dirty_from)
     graph = CommitGraph(
-        ids=NodeIds(node_paths, n_dirs, data.entity_path, data.names),
+        ids=NodeIds(node_paths, n_dirs, data.entity_path, names),
         names=names,
         types=types,
-        paths=node_paths + [paths[r] for r in data.entity_path.tolist()],
+        paths=NodePaths(node_paths, n_dirs, data.entity_path),
         start_line=np.concatenate(
             [
                 np.zeros(n_dirs, np.int32),

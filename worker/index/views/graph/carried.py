@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
@@ -446,7 +446,7 @@ _Definitions = tuple[list[str], npt.NDArray[np.uint8], I64]
 
 
 def _definitions(
-    names: list[str],
+    names: Sequence[str],
     types: npt.NDArray[np.uint8],
     parent: I64,
     first: int,
@@ -459,7 +459,7 @@ def _definitions(
     lo, hi = block.start, block.stop
     at = 0 if entities else first
     return (
-        names[at + lo : at + hi],
+        list(names[at + lo : at + hi]),
         types[at + lo : at + hi],
         _local(parent[lo:hi], first + lo),
     )

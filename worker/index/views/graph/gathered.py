@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from worker.index.analysis.distinct import distinct
 from worker.index.store.segment import Segment
-from worker.index.views.graph.model import Relation, entity_type
+from worker.index.views.graph.model import Names, Relation, entity_type
 from worker.index.views.text import CommitIndex
 
 I64: TypeAlias = npt.NDArray[np.int64]
@@ -145,7 +145,7 @@ class Gathered:
         self.name_array: pa.Array = (
             pa.concat_arrays(names).take(pa.array(back)) if names else pa.array([], pa.string())
         )
-        self.names: list[str] = self.name_array.to_pylist()
+        self.names = Names(self.name_array)
         self.types = types
         self.cpp_paths: I64 = distinct(owner[cpp_only])
         """Path rows with a definition only C++'s grammar finds: a `.h` among them is C++."""
@@ -153,9 +153,12 @@ class Gathered:
     def entities_of(self, file: int) -> list[tuple[int, str, bool]]:
         """A file node's entities: (node, qualified name, whether at the file's top level)."""
         row = file - self._n_dirs
-        first, names, top = self.first_entity, self.names, self._top
+        first, top = self.first_entity, self._top
         lo, hi = self._bounds[row], self._bounds[row + 1]
-        return [(first + e, names[e], top[e]) for e in range(lo, hi)]
+        return [
+            (first + e, name, top[e])
+            for e, name in zip(range(lo, hi), self.names[lo:hi], strict=True)
+        ]
 
     def file_of(self, node: int) -> int:
         """The file node an entity is defined in (a file or directory node: itself)."""

@@ -12,10 +12,11 @@ import enum
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, overload
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
 from worker.index.analysis.definitions import CONTAINER_KINDS
 
@@ -73,12 +74,86 @@ def entity_type(kind: str) -> EntityType:
     return EntityType.CLASS if kind in CLASS_KINDS else EntityType.FUNCTION
 
 
+class Names(Sequence[str]):
+    """Strings kept as an Arrow array, made Python strings only when asked for.
+
+    A slice makes its own strings; an item, or a walk over them all, makes every one, once.
+    A build that carries a graph over and stores it asks for a few files' names: a list of
+    every name of a large graph is a million strings to make.
+    """
+
+    def __init__(self, array: pa.Array) -> None:
+        self.array = array
+        """Every name, in order, as one Arrow string array."""
+        self._listed: list[str] | None = None
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    @overload
+    def __getitem__(self, at: int) -> str: ...
+
+    @overload
+    def __getitem__(self, at: slice) -> list[str]: ...
+
+    def __getitem__(self, at: int | slice) -> str | list[str]:
+        if self._listed is None and isinstance(at, slice):
+            start, stop, step = at.indices(len(self.array))
+            if step == 1:
+                sliced: list[str] = self.array.slice(start, max(stop - start, 0)).to_pylist()
+                return sliced
+        return self.listed()[at]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.listed())
+
+    def listed(self) -> list[str]:
+        """Every name as a Python string (made on first use; two readers make the same)."""
+        if self._listed is None:
+            self._listed = self.array.to_pylist()
+        return self._listed
+
+
+def names_array(names: Sequence[str]) -> pa.Array:
+    """Names as one Arrow string array (no copy when they are one already)."""
+    return names.array if isinstance(names, Names) else pa.array(names, pa.string())
+
+
+class NodePaths(Sequence[str]):
+    """Each node's file path (a directory's own path), looked up when asked for: an entity's
+    is its file's, so no list of a path per node is made."""
+
+    def __init__(self, plain: list[str], n_dirs: int, entity_path: I64) -> None:
+        self._plain = plain
+        self._n_dirs = n_dirs
+        self._entity_path = entity_path
+
+    def __len__(self) -> int:
+        return len(self._plain) + len(self._entity_path)
+
+    @overload
+    def __getitem__(self, node: int) -> str: ...
+
+    @overload
+    def __getitem__(self, node: slice) -> list[str]: ...
+
+    def __getitem__(self, node: int | slice) -> str | list[str]:
+        if isinstance(node, slice):
+            return [self[n] for n in range(*node.indices(len(self)))]
+        if node < 0:
+            node += len(self)
+        plain = self._plain
+        if node < len(plain):
+            return plain[node]
+        return plain[self._n_dirs + int(self._entity_path[node - len(plain)])]
+
+
 class NodeIds(Sequence[str]):
     """Every node's id, made when asked for: a path, or `path:Qualified.name` (`#k` for the
     k-th definition of one name in a file, from the second on)."""
 
     def __init__(
-        self, plain: list[str], n_dirs: int, entity_path: I64, entity_names: list[str]
+        self, plain: list[str], n_dirs: int, entity_path: I64, names: Sequence[str]
     ) -> None:
         self.plain = plain
         """Directories' and files' paths, directories first."""
@@ -88,14 +163,15 @@ class NodeIds(Sequence[str]):
         self._plain = plain
         self._n_dirs = n_dirs
         self._entity_path = entity_path
-        self._names = entity_names
+        self._names = names
+        """Every node's name (`CommitGraph.names`): an entity's is its qualified name."""
         self._plain_rows: dict[str, int] | None = None
         self._bounds: I64 | None = None
         self._rank: list[int] | None = None
         self._by_file: dict[int, dict[str, int]] = {}
 
     def __len__(self) -> int:
-        return len(self._plain) + len(self._names)
+        return len(self._names)
 
     def __getitem__(self, node: int) -> str:  # type: ignore[override]
         if node < len(self._plain):
@@ -103,7 +179,7 @@ class NodeIds(Sequence[str]):
         entity = node - len(self._plain)
         path = self._plain[self._n_dirs + int(self._entity_path[entity])]
         rank = self._ranks()[entity]
-        return f"{path}:{self._names[entity]}" + (f"#{rank + 1}" if rank else "")
+        return f"{path}:{self._names[node]}" + (f"#{rank + 1}" if rank else "")
 
     def __iter__(self) -> Iterator[str]:
         return (self[node] for node in range(len(self)))
@@ -111,13 +187,9 @@ class NodeIds(Sequence[str]):
     def _ranks(self) -> list[int]:
         """Each entity's rank among the definitions of its name in its file."""
         if self._rank is None:
-            codes: dict[str, int] = {}
-            code = np.fromiter(
-                (codes.setdefault(n, len(codes)) for n in self._names),
-                dtype=np.int64,
-                count=len(self._names),
-            )
-            key = self._entity_path.astype(np.int64) * max(len(codes), 1) + code
+            encoded = names_array(self._names).slice(len(self._plain)).dictionary_encode()
+            code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            key = self._entity_path.astype(np.int64) * max(len(encoded.dictionary), 1) + code
             order = np.argsort(key, kind="stable")
             ordered = key[order]
             group_start = np.zeros(len(ordered), dtype=np.int64)
@@ -164,8 +236,8 @@ class NodeIds(Sequence[str]):
             ranks = self._ranks()
             base = len(self._plain)
             table = {
-                self._names[e] + (f"#{ranks[e] + 1}" if ranks[e] else ""): base + e
-                for e in range(lo, hi)
+                name + (f"#{ranks[e] + 1}" if ranks[e] else ""): base + e
+                for e, name in zip(range(lo, hi), self._names[base + lo : base + hi], strict=True)
             }
             self._by_file[path_row] = table
         return table
@@ -197,9 +269,9 @@ class CommitGraph:
         self,
         *,
         ids: Sequence[str],
-        names: list[str],
+        names: Sequence[str],
         types: U8,
-        paths: list[str],
+        paths: Sequence[str],
         start_line: I32,
         end_line: I32,
         edges: Edges,

@@ -39,7 +39,7 @@ def _stored(commit_dir: Path, built: GraphBuild) -> Previous:
 
 def _assert_same(carried: CommitGraph, whole: CommitGraph) -> None:
     assert list(carried.ids) == list(whole.ids)
-    assert carried.names == whole.names
+    assert list(carried.names) == list(whole.names)
     for name in ("types", "start_line", "end_line"):
         assert np.array_equal(getattr(carried, name), getattr(whole, name))
     for name in ("source", "target", "relation"):
