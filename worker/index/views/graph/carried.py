@@ -334,9 +334,11 @@ def carry(
     first, old_first = n_dirs + len(paths), len(ids.plain)
     node_map, new_row, old_bounds, new_bounds = _moved(old, ids, directories, paths, now)
     kept_rows = np.flatnonzero(new_row >= 0)
-    same_blob = (state.oids[kept_rows] == oids[new_row[kept_rows]]).all(axis=1) & np.asarray(
-        [state.grammars[r] == grammars[new_row[r]] for r in kept_rows.tolist()], dtype=bool
-    )
+    # A header read as C++ rather than C has other names seen across the commit.
+    same_grammar = _same_grammar(state.grammars, grammars, new_row)
+    same_blob = (state.oids[kept_rows] == oids[new_row[kept_rows]]).all(axis=1) & same_grammar[
+        kept_rows
+    ]
     changed = kept_rows[~same_blob]
     gone = np.flatnonzero(new_row < 0)
     came_mask = np.ones(len(paths), dtype=bool)
@@ -361,14 +363,10 @@ def carry(
         is_now = _definitions(
             now.names, now.types, now.entity_parent, first, range(nlo, nhi), entities=True
         )
-        # A header read as C++ rather than C has other names seen across the commit.
-        if state.grammars[row] == grammars[nrow] and _same(was, is_now):
+        if same_grammar[row] and _same(was, is_now):
             continue
         redefined.append(old_dirs + row)
-        if state.grammars[row] == grammars[nrow]:
-            names = _names_changed(was, is_now)
-        else:
-            names = set(was[0] + is_now[0])
+        names = _names_changed(was, is_now) if same_grammar[row] else set(was[0] + is_now[0])
         changed_names.update(names)
         renamed[old_dirs + row] = {owner_and_name(name)[1] for name in names}
         _renumber(node_map, was[0], old_first + lo, is_now[0], first + nlo)
@@ -427,11 +425,9 @@ def _moved(
     file row's new row (-1: gone), and where each file's entities start, then and now."""
     n_dirs, old_dirs = len(directories), ids.n_dirs
     first, old_first = n_dirs + len(paths), len(ids.plain)
-    row_of = {path: row for row, path in enumerate(paths)}
-    new_row = np.asarray([row_of.get(path, -1) for path in ids.plain[old_dirs:]], dtype=np.int64)
-    dir_of = {path: node for node, path in enumerate(directories)}
+    new_row = _rows_in(ids.plain[old_dirs:], paths)
     node_map = np.full(old.n_nodes, -1, dtype=np.int64)
-    node_map[:old_dirs] = [dir_of.get(path, -1) for path in ids.plain[:old_dirs]]
+    node_map[:old_dirs] = _rows_in(ids.plain[:old_dirs], directories)
     node_map[old_dirs:old_first] = np.where(new_row >= 0, n_dirs + new_row, -1)
     old_bounds = np.searchsorted(ids.entity_path, np.arange(len(new_row) + 1))
     new_bounds = now.entity_bounds
@@ -440,6 +436,25 @@ def _moved(
     moved = first + new_bounds[np.maximum(new_row[old_rows], 0)] + offset
     node_map[old_first:] = np.where(new_row[old_rows] >= 0, moved, -1)
     return node_map, new_row, old_bounds, new_bounds
+
+
+def _rows_in(values: list[str], among: list[str]) -> I64:
+    """Each value's row in `among` (distinct strings), or -1."""
+    found = pc.index_in(pa.array(values, pa.string()), value_set=pa.array(among, pa.string()))
+    rows: I64 = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return rows
+
+
+def _same_grammar(
+    before: list[str | None], after: list[str | None], new_row: I64
+) -> npt.NDArray[np.bool_]:
+    """Whether each old file row (still there at `new_row`) has the grammar it had."""
+    encoded = pa.array(before + after, pa.string()).dictionary_encode()
+    codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    kept = np.flatnonzero(new_row >= 0)
+    same = np.zeros(len(new_row), dtype=bool)
+    same[kept] = codes[kept] == codes[len(before) + new_row[kept]]
+    return same
 
 
 _Definitions = tuple[list[str], npt.NDArray[np.uint8], I64]
