@@ -406,15 +406,15 @@ def _carried_edges(old: CommitGraph, node_map: I64, plan: Plan) -> I64:
     those of files gone are left out."""
     ids = old.ids
     assert isinstance(ids, NodeIds)
-    first = len(ids.plain)
-    source = old.edges.source.astype(np.int64)
-    relation = old.edges.relation
-    old_file = np.where(
-        source >= first, ids.n_dirs + ids.entity_path[np.maximum(source - first, 0)], source
-    )
+    # Worked out per node, then read per edge: a node has three edges or so.
+    node_file = node_map[
+        np.concatenate([np.arange(len(ids.plain), dtype=np.int64), ids.n_dirs + ids.entity_path])
+    ]
+    # The phase each node's file is resolved again from; 0 where it is gone.
+    from_phase = np.where(node_file >= 0, plan.first_phases(node_file), 0)
+    source, relation = old.edges.source, old.edges.relation
     # Kept unless its file is gone, or is resolved again from its relation's phase on.
-    file = node_map[old_file]
-    rows = np.flatnonzero((file >= 0) & (_EDGE_PHASE[relation] < plan.first_phases(file)))
+    rows = np.flatnonzero(_EDGE_PHASE[relation] < from_phase[source])
     new_source = node_map[source[rows]]
     new_target = node_map[old.edges.target[rows].astype(np.int64)]
     if (new_source < 0).any() or (new_target < 0).any():
