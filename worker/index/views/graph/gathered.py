@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final, TypeAlias
 
 import numpy as np
@@ -34,117 +35,65 @@ class Gathered:
         self._index = index
         self.file_node = file_node
         """Each path row's file node."""
-        segments = index.segments
-        seg_of_path = index.path_segment.astype(np.int64)
-        blob_of_path = index.path_blob.astype(np.int64)
-        n_paths = len(seg_of_path)
+        n_paths = len(index.path_segment)
+        parts, bounds = _parts(index, entities=True)
         self.n_lines = np.zeros(n_paths, dtype=np.int64)
-        parts: list[tuple[I64, I64, int]] = []
-        for seg_index, segment in enumerate(segments):
-            rows = np.flatnonzero(seg_of_path == seg_index)
-            if not len(rows):
-                continue
-            blobs = blob_of_path[rows]
-            lines = segment.tables.blobs.column("n_lines").to_numpy()
-            self.n_lines[rows] = lines[blobs]
-            parts.append(
-                _picked(
-                    rows, blobs, segment.blob_entity_start, segment.blob_entity_count, seg_index
-                )
-            )
-        self._entities(segments, blob_of_path, _concat_parts(parts), first_entity, file_node)
+        for part in parts:
+            lines = index.segments[part.segment].tables.blobs.column("n_lines").to_numpy()
+            self.n_lines[part.rows] = lines[part.blobs]
+        self._entities(index.segments, parts, bounds, first_entity, file_node)
+        self.entity_bounds: I64 = bounds
+        """Where each path row's entities start (and, for the last, end) among them."""
         # Python lists for `entities_of` and `file_of`, asked per file and per reference
         # (a numpy scalar costs more than the lookup).
-        owner = self.entity_path
         self._n_dirs = first_entity - n_paths
-        self.entity_bounds: I64 = np.searchsorted(owner, np.arange(n_paths + 1))
-        """Where each path row's entities start (and, for the last, end) among them."""
-        self._bounds: list[int] = self.entity_bounds.tolist()
-        self._file: list[int] = file_node[owner].tolist()
+        self._bounds: list[int] = bounds.tolist()
+        self._file: list[int] = file_node[self.entity_path].tolist()
         self._top: list[bool] = self.entity_top.tolist()
 
     def gather_references(self, wanted: npt.NDArray[np.bool_] | None = None) -> None:
         """Gather the references of every path, or of the path rows `wanted` (those of the
         files a build may resolve: the others' are never read)."""
-        index = self._index
-        seg_of_path = index.path_segment.astype(np.int64)
-        blob_of_path = index.path_blob.astype(np.int64)
-        parts: list[tuple[I64, I64, int]] = []
-        for seg_index, segment in enumerate(index.segments):
-            mine = seg_of_path == seg_index
-            rows = np.flatnonzero(mine if wanted is None else mine & wanted)
-            if not len(rows):
-                continue
-            parts.append(
-                _picked(
-                    rows,
-                    blob_of_path[rows],
-                    segment.blob_reference_start,
-                    segment.blob_reference_count,
-                    seg_index,
-                )
-            )
-        self._references(index.segments, blob_of_path, _concat_parts(parts), self.file_node)
+        parts, bounds = _parts(self._index, entities=False, wanted=wanted)
+        self._references(self._index, parts, int(bounds[-1]))
 
     def _entities(
         self,
         segments: Sequence[Segment],
-        blob_of_path: I64,
-        parts: tuple[I64, I64, I64],
+        parts: list[_Part],
+        bounds: I64,
         first_entity: int,
         file_node: I64,
     ) -> None:
-        # By path row (stable: each path's in their stored order).
-        owner, picked, seg = parts
-        order = np.argsort(owner, kind="stable")
-        owner, picked, seg = owner[order], picked[order], seg[order]
-        self.entity_path = owner
-        n = len(owner)
+        n = int(bounds[-1])
         self.first_entity = first_entity
-        nodes = first_entity + np.arange(n, dtype=np.int64)
-        # Each path's first entity node: where its run starts.
-        run_start = np.zeros(n, dtype=np.int64)
-        if n:
-            new_run = np.ones(n, dtype=bool)
-            new_run[1:] = owner[1:] != owner[:-1]
-            starts = np.flatnonzero(new_run)
-            run_start = np.repeat(nodes[starts], np.diff(np.append(starts, n)))
+        owner = np.zeros(n, dtype=np.int64)
         parent = np.full(n, -1, dtype=np.int64)
         start_line = np.zeros(n, dtype=np.int64)
         end_line = np.zeros(n, dtype=np.int64)
         types = np.zeros(n, dtype=np.uint8)
         cpp_only = np.zeros(n, dtype=bool)
         names: list[pa.Array] = []
-        position = np.zeros(n, dtype=np.int64)
-        offset = 0
-        for seg_index, segment in enumerate(segments):
-            mine = np.flatnonzero(seg == seg_index)
-            if not len(mine):
-                continue
-            table = segment.scanned("entities")
-            rows = picked[mine]
+        for part in parts:
+            table = segments[part.segment].scanned("entities")
+            rows, at = part.picked, part.placed
+            owner[at] = part.owner
             local_parent = table.column("parent").to_numpy()[rows].astype(np.int64)
-            first_of_blob = segment.blob_entity_start[blob_of_path[owner[mine]]].astype(np.int64)
-            parent[mine] = np.where(
-                local_parent >= 0, run_start[mine] + (local_parent - first_of_blob), -1
-            )
-            start_line[mine] = table.column("start_line").to_numpy()[rows]
-            end_line[mine] = table.column("end_line").to_numpy()[rows]
-            taken = pa.array(rows)
-            names.append(table.column("name").take(taken).combine_chunks())
+            # A parent's node: its path's first entity node plus its place in the blob, and
+            # an entity's row and node are as far from their blob's and path's first.
+            parent[at] = np.where(local_parent >= 0, first_entity + at + (local_parent - rows), -1)
+            start_line[at] = table.column("start_line").to_numpy()[rows]
+            end_line[at] = table.column("end_line").to_numpy()[rows]
+            names.append(table.column("name").take(pa.array(rows)).combine_chunks())
             kind_types, kind_cpp_only = _kind_codes(table.column("kind"))
-            types[mine] = kind_types[rows]
-            cpp_only[mine] = kind_cpp_only[rows]
-            position[offset : offset + len(mine)] = mine
-            offset += len(mine)
-        back = np.argsort(position[:offset], kind="stable")
+            types[at] = kind_types[rows]
+            cpp_only[at] = kind_cpp_only[rows]
+        self.entity_path = owner
         self.entity_parent = np.where(parent >= 0, parent, file_node[owner])
         self.entity_top = parent < 0
         self.start_line = start_line
         self.end_line = end_line
-        self.name_array: pa.Array = (
-            pa.concat_arrays(names).take(pa.array(back)) if names else pa.array([], pa.string())
-        )
+        self.name_array: pa.Array = _in_path_order(names, parts, n)
         self.names = Names(self.name_array)
         self.types = types
         self.cpp_paths: I64 = distinct(owner[cpp_only])
@@ -164,58 +113,38 @@ class Gathered:
         """The file node an entity is defined in (a file or directory node: itself)."""
         return self._file[node - self.first_entity] if node >= self.first_entity else node
 
-    def _references(
-        self,
-        segments: Sequence[Segment],
-        blob_of_path: I64,
-        parts: tuple[I64, I64, I64],
-        file_node: I64,
-    ) -> None:
+    def _references(self, index: CommitIndex, parts: list[_Part], n: int) -> None:
         # By path row; holders become nodes.
-        first_entity = self.first_entity
-        r_owner, r_picked, r_seg = parts
-        order = np.argsort(r_owner, kind="stable")
-        r_owner, r_picked, r_seg = r_owner[order], r_picked[order], r_seg[order]
-        self.reference_path = r_owner
-        holder = np.zeros(len(r_owner), dtype=np.int64)
-        relation = np.zeros(len(r_owner), dtype=np.uint8)
+        blob_of_path = index.path_blob.astype(np.int64)
+        owner = np.zeros(n, dtype=np.int64)
+        holder = np.zeros(n, dtype=np.int64)
+        relation = np.zeros(n, dtype=np.uint8)
         columns: dict[str, list[pa.Array]] = {"target": [], "name": [], "alias": []}
-        position = np.zeros(len(r_owner), dtype=np.int64)
-        offset = 0
-        for seg_index, segment in enumerate(segments):
-            mine = np.flatnonzero(r_seg == seg_index)
-            if not len(mine):
-                continue
-            rows = r_picked[mine]
+        for part in parts:
+            segment = index.segments[part.segment]
+            rows, at = part.picked, part.placed
             # A few files' references (a build carried over) are read where they are mapped.
             mapped = segment.tables.references
             few = len(rows) * _FEW_ROWS <= mapped.num_rows
             table = mapped if few else segment.scanned("references")
+            owner[at] = part.owner
             local = table.column("entity").to_numpy()[rows].astype(np.int64)
-            first_of_blob = segment.blob_entity_start[blob_of_path[r_owner[mine]]].astype(np.int64)
+            first_of_blob = segment.blob_entity_start[blob_of_path[part.owner]].astype(np.int64)
             # The holder's node: its path's first entity node plus its place in the blob.
-            first_node = np.searchsorted(self.entity_path, r_owner[mine]) + first_entity
-            holder[mine] = np.where(
-                local >= 0, first_node + (local - first_of_blob), file_node[r_owner[mine]]
+            first_node = self.entity_bounds[part.owner] + self.first_entity
+            holder[at] = np.where(
+                local >= 0, first_node + (local - first_of_blob), self.file_node[part.owner]
             )
-            relation_column = table.column("relation")
-            codes = _relation_codes(relation_column)
-            relation[mine] = codes[rows]
+            relation[at] = _relation_codes(table.column("relation"))[rows]
             taken = pa.array(rows)
             for name, pieces in columns.items():
                 pieces.append(table.column(name).take(taken).combine_chunks())
-            position[offset : offset + len(mine)] = mine
-            offset += len(mine)
-        back = pa.array(np.argsort(position[:offset], kind="stable"))
+        self.reference_path = owner
         self.holder = holder
         self.relation = relation
-        self.target_array = (
-            pa.concat_arrays(columns["target"]).take(back)
-            if columns["target"]
-            else pa.array([], pa.string())
-        )
-        self._imported = _joined(columns["name"], back)
-        self._alias = _joined(columns["alias"], back)
+        self.target_array = _in_path_order(columns["target"], parts, n)
+        self._imported = _in_path_order(columns["name"], parts, n)
+        self._alias = _in_path_order(columns["alias"], parts, n)
 
     def texts(self, rows: I64) -> dict[int, tuple[str, str | None, str | None]]:
         """The target, imported name and alias of the reference rows asked for.
@@ -237,17 +166,78 @@ class Gathered:
         )
 
 
-def _picked(
-    rows: I64,
-    blobs: I64,
-    starts: npt.NDArray[np.integer],
-    counts: npt.NDArray[np.integer],
-    seg: int,
-) -> tuple[I64, I64, int]:
-    """The table rows of each path row's blob (by its start and count), with their owners."""
-    start = starts[blobs].astype(np.int64)
-    count = counts[blobs].astype(np.int64)
-    return np.repeat(rows, count), np.repeat(start, count) + _ranges(count), seg
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """One segment's share of the rows gathered: those of its paths' blobs in one of its
+    tables (entities or references)."""
+
+    segment: int
+    rows: I64
+    """The path rows whose blobs are in the segment, ascending."""
+    blobs: I64
+    """Their blobs' rows in the segment."""
+    owner: I64
+    """Each table row's path row."""
+    picked: I64
+    """The table rows, path by path, each blob's in stored order."""
+    placed: I64
+    """Where each table row goes among all gathered, which are in path order."""
+
+
+def _parts(
+    index: CommitIndex, *, entities: bool, wanted: npt.NDArray[np.bool_] | None = None
+) -> tuple[list[_Part], I64]:
+    """Each segment's share of the entities' (else references') rows of the paths (the path
+    rows `wanted`, when given), and where each path row's start in path order (the last:
+    how many in all).
+
+    Each row's place is worked out from the counts, not by sorting them all by path.
+    """
+    seg_of_path = index.path_segment.astype(np.int64)
+    blob_of_path = index.path_blob.astype(np.int64)
+    counts = np.zeros(len(seg_of_path), dtype=np.int64)
+    found: list[tuple[int, I64, I64, I64, I64]] = []
+    for seg_index, segment in enumerate(index.segments):
+        mine = seg_of_path == seg_index
+        rows = np.flatnonzero(mine if wanted is None else mine & wanted)
+        if not len(rows):
+            continue
+        blobs = blob_of_path[rows]
+        if entities:
+            starts, sizes = segment.blob_entity_start, segment.blob_entity_count
+        else:
+            starts, sizes = segment.blob_reference_start, segment.blob_reference_count
+        count = sizes[blobs].astype(np.int64)
+        counts[rows] = count
+        found.append((seg_index, rows, blobs, starts[blobs].astype(np.int64), count))
+    bounds = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    parts = []
+    for seg_index, rows, blobs, first, count in found:
+        within = _ranges(count)
+        parts.append(
+            _Part(
+                segment=seg_index,
+                rows=rows,
+                blobs=blobs,
+                owner=np.repeat(rows, count),
+                picked=np.repeat(first, count) + within,
+                placed=np.repeat(bounds[rows], count) + within,
+            )
+        )
+    return parts, bounds
+
+
+def _in_path_order(pieces: list[pa.Array], parts: list[_Part], n: int) -> pa.Array:
+    """The parts' values (taken in part order) put in path order."""
+    if not pieces:
+        return pa.array([], pa.string())
+    joined = pa.concat_arrays(pieces)
+    if len(parts) == 1:
+        return joined  # one segment's rows are in path order already
+    back = np.empty(n, dtype=np.int64)
+    back[np.concatenate([part.placed for part in parts])] = np.arange(n, dtype=np.int64)
+    return joined.take(pa.array(back))
 
 
 def _ranges(count: I64) -> I64:
@@ -257,16 +247,6 @@ def _ranges(count: I64) -> I64:
         return np.zeros(0, dtype=np.int64)
     starts = np.repeat(np.cumsum(count) - count, count)
     return np.arange(total, dtype=np.int64) - starts
-
-
-def _concat_parts(parts: list[tuple[I64, I64, int]]) -> tuple[I64, I64, I64]:
-    """The parts' owners, rows and segments, each as one array."""
-    empty = np.zeros(0, dtype=np.int64)
-    return (
-        np.concatenate([empty] + [p[0] for p in parts]),
-        np.concatenate([empty] + [p[1] for p in parts]),
-        np.concatenate([empty] + [np.full(len(p[0]), p[2], np.int64) for p in parts]),
-    )
 
 
 def _kind_codes(column: pa.ChunkedArray) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.bool_]]:
@@ -295,9 +275,3 @@ def _distinct_values(column: pa.ChunkedArray) -> tuple[list[str], I64]:
         array = array.dictionary_encode()
     values: list[str] = array.dictionary.to_pylist()
     return values, array.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-
-
-def _joined(parts: list[pa.Array], back: pa.Array) -> pa.Array:
-    if not parts:
-        return pa.array([], pa.string())
-    return pa.concat_arrays(parts).take(back)
