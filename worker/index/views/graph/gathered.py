@@ -79,8 +79,8 @@ class Gathered:
             rows, at = part.picked, part.placed
             owner[at] = part.owner
             local_parent = table.column("parent").to_numpy()[rows].astype(np.int64)
-            # A parent's node: its path's first entity node plus its place in the blob, and
-            # an entity's row and node are as far from their blob's and path's first.
+            # A blob's rows are its path's entity nodes in order: a parent's node is as far
+            # from the entity's node as the parent's row is from the entity's row.
             parent[at] = np.where(local_parent >= 0, first_entity + at + (local_parent - rows), -1)
             start_line[at] = table.column("start_line").to_numpy()[rows]
             end_line[at] = table.column("end_line").to_numpy()[rows]
