@@ -355,7 +355,7 @@ def _resolve(
                 key = scopes.class_of(holder)
                 if key is not None:
                     scopes.bases[key] = (*scopes.bases.get(key, ()), base)
-                    plan.class_keys.setdefault(file, set()).add(key)
+                    plan.class_keys.setdefault(file, {})[key] = None
     scopes.bases_known()
     call_edges, c_reads = _resolve_calls(
         scopes,

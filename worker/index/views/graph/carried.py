@@ -114,8 +114,10 @@ class Plan:
                 strict=True,
             ):
                 self._readers.setdefault((phase, kind, node), []).append(reader)
-        self.class_keys: dict[int, set[ClassKey]] = {}
-        """By file node, the keys of the classes its second phase gave bases."""
+        self.class_keys: dict[int, dict[ClassKey, None]] = {}
+        """By file node, the keys of the classes its second phase gave bases, in the order it
+        gave them: a set's order follows the strings' hashes, which differ from process to
+        process, and the stored state is the same bytes on every host."""
         self._passed = {int(Phase.IMPORTS): -1, int(Phase.BASES): -1}
         """Where each phase is: the files before this node are passed (see `files`)."""
         self._unplaced: dict[int, set[int]] = {}
@@ -242,7 +244,7 @@ class Plan:
             was = self._carried.bases.get(file) or {}
             made = {
                 key: self._scopes.bases[key]
-                for key in self.class_keys.get(file, set())
+                for key in self.class_keys.get(file, {})
                 if self._scopes.bases.get(key)
             }
             same = was == made

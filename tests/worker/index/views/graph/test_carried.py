@@ -3,6 +3,9 @@ resolves again only the files whose references may mean something else."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -13,7 +16,7 @@ from hypothesis import strategies as st
 
 from tests.support.gitrepos import commit, init_repo
 from worker.index import IndexStore, build_commit_index
-from worker.index.store.graph_tables import read_carried, write_graph
+from worker.index.store.graph_tables import GRAPH_FILES, read_carried, write_graph
 from worker.index.views.graph.build import GraphBuild, build_graph
 from worker.index.views.graph.carried import Previous
 from worker.index.views.graph.model import CommitGraph
@@ -322,3 +325,51 @@ def test_a_commit_changing_most_files_is_built_whole(tmp_path: Path) -> None:
     built = build_graph(index, before)
     assert built.resolved == built.files
     _assert_same(built.graph, build_graph(index).graph)
+
+
+_WRITE_GRAPH = """
+import sys, time
+from pathlib import Path
+import pygit2
+from worker.index import IndexStore
+from worker.index.store.graph_tables import write_graph
+from worker.index.views.graph.build import build_graph
+cache, repo_dir, head, out = sys.argv[1:]
+repo = pygit2.Repository(repo_dir)
+index = IndexStore(Path(cache)).open("a/b", repo, head, deadline=time.monotonic() + 60)
+built = build_graph(index)
+write_graph(Path(out), built.graph, built.state)
+"""
+
+
+def test_a_graph_and_its_state_are_the_same_bytes_in_every_process(tmp_path: Path) -> None:
+    """However Python hashes strings (PYTHONHASHSEED), a graph is stored with the same bytes,
+    the state a later commit carries over (each class's bases) too: hosts agree."""
+    classes = "".join(f"class Shape{i}(Base, Mixin{i % 3}):\n    pass\n\n" for i in range(16))
+    files = {
+        "geo/base.py": "class Base:\n    pass\n\n"
+        + "".join(f"class Mixin{i}:\n    pass\n\n" for i in range(3)),
+        "geo/shapes.py": "from geo.base import Base, Mixin0, Mixin1, Mixin2\n\n" + classes,
+    }
+    repo = init_repo(tmp_path / "repo")
+    head = commit(repo, files)
+    build_commit_index(tmp_path / "cache", "a/b", repo, head)
+    stored: set[tuple[bytes, ...]] = set()
+    for seed in ("1", "2", "3", "4"):
+        out = tmp_path / f"graph{seed}"
+        out.mkdir()
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                _WRITE_GRAPH,
+                str(tmp_path / "cache"),
+                repo.path,
+                head,
+                str(out),
+            ],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            check=True,
+        )
+        stored.add(tuple((out / name).read_bytes() for name in sorted(GRAPH_FILES)))
+    assert len(stored) == 1
