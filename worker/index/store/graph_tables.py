@@ -37,7 +37,6 @@ from worker.index.views.graph.model import (
     Edges,
     Names,
     NodeIds,
-    NodePaths,
     names_array,
 )
 from worker.index.views.graph.reads import ReadTable, compacted, encoded
@@ -119,11 +118,12 @@ def read_graph(commit_dir: Path) -> CommitGraph | None:
     n_plain = n_dirs + int(meta["n_files"])
     plain = _decoded(nodes.column("path").slice(0, n_plain))
     entity_path = nodes.column("path_row").to_numpy()[n_plain:].astype(np.int64)
+    ids = NodeIds(plain, n_dirs, entity_path, names)
     return CommitGraph(
-        ids=NodeIds(plain, n_dirs, entity_path, names),
+        ids=ids,
         names=names,
         types=nodes.column("type").to_numpy(),
-        paths=NodePaths(plain, n_dirs, entity_path),
+        paths=ids.paths,
         start_line=nodes.column("start_line").to_numpy(),
         end_line=nodes.column("end_line").to_numpy(),
         edges=Edges(

@@ -37,7 +37,6 @@ from worker.index.views.graph.model import (
     EntityType,
     Names,
     NodeIds,
-    NodePaths,
     Relation,
 )
 from worker.index.views.graph.reads import (
@@ -128,9 +127,7 @@ def _build(
     )
     plain_names = [d.rpartition("/")[2] for d in directories]
     plain_names += [p.rpartition("/")[2] for p in paths]
-    names = Names(
-        pa.concat_arrays([pa.array(plain_names, pa.string()), data.name_array.cast(pa.string())])
-    )
+    names = Names(pa.concat_arrays([pa.array(plain_names, pa.string()), data.name_array]))
     node_paths = directories + paths
     grammar_list = grammars_of(paths)
     for row in data.cpp_paths.tolist():
@@ -194,11 +191,12 @@ def _build(
     edges = distinct(np.concatenate(edge_parts))
     state = plan.state(oids, grammar_list, ReadTable.concat([read_table(scopes.reads), c_reads]))
     resolved = len(paths) if plan.dirty_from is None else len(plan.dirty_from)
+    ids = NodeIds(node_paths, n_dirs, data.entity_path, names)
     graph = CommitGraph(
-        ids=NodeIds(node_paths, n_dirs, data.entity_path, names),
+        ids=ids,
         names=names,
         types=types,
-        paths=NodePaths(node_paths, n_dirs, data.entity_path),
+        paths=ids.paths,
         start_line=np.concatenate(
             [
                 np.zeros(n_dirs, np.int32),

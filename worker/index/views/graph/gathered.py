@@ -41,7 +41,7 @@ class Gathered:
         for part in parts:
             lines = index.segments[part.segment].tables.blobs.column("n_lines").to_numpy()
             self.n_lines[part.rows] = lines[part.blobs]
-        self._entities(index.segments, parts, bounds, first_entity, file_node)
+        self._entities(index.segments, parts, int(bounds[-1]), first_entity, file_node)
         self.entity_bounds: I64 = bounds
         """Where each path row's entities start (and, for the last, end) among them."""
         # Python lists for `entities_of` and `file_of`, asked per file and per reference
@@ -61,11 +61,10 @@ class Gathered:
         self,
         segments: Sequence[Segment],
         parts: list[_Part],
-        bounds: I64,
+        n: int,
         first_entity: int,
         file_node: I64,
     ) -> None:
-        n = int(bounds[-1])
         self.first_entity = first_entity
         owner = np.zeros(n, dtype=np.int64)
         parent = np.full(n, -1, dtype=np.int64)

@@ -160,9 +160,8 @@ class NodeIds(Sequence[str]):
         self.n_dirs = n_dirs
         self.entity_path = entity_path
         """Each entity's file, as a row of the files."""
-        self._plain = plain
-        self._n_dirs = n_dirs
-        self._entity_path = entity_path
+        self.paths = NodePaths(plain, n_dirs, entity_path)
+        """Each node's file path (`CommitGraph.paths`)."""
         self._names = names
         """Every node's name (`CommitGraph.names`): an entity's is its qualified name."""
         self._plain_rows: dict[str, int] | None = None
@@ -174,12 +173,10 @@ class NodeIds(Sequence[str]):
         return len(self._names)
 
     def __getitem__(self, node: int) -> str:  # type: ignore[override]
-        if node < len(self._plain):
-            return self._plain[node]
-        entity = node - len(self._plain)
-        path = self._plain[self._n_dirs + int(self._entity_path[entity])]
-        rank = self._ranks()[entity]
-        return f"{path}:{self._names[node]}" + (f"#{rank + 1}" if rank else "")
+        if node < len(self.plain):
+            return self.plain[node]
+        rank = self._ranks()[node - len(self.plain)]
+        return f"{self.paths[node]}:{self._names[node]}" + (f"#{rank + 1}" if rank else "")
 
     def __iter__(self) -> Iterator[str]:
         return (self[node] for node in range(len(self)))
@@ -187,9 +184,9 @@ class NodeIds(Sequence[str]):
     def _ranks(self) -> list[int]:
         """Each entity's rank among the definitions of its name in its file."""
         if self._rank is None:
-            encoded = names_array(self._names).slice(len(self._plain)).dictionary_encode()
+            encoded = names_array(self._names).slice(len(self.plain)).dictionary_encode()
             code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            key = self._entity_path.astype(np.int64) * max(len(encoded.dictionary), 1) + code
+            key = self.entity_path.astype(np.int64) * max(len(encoded.dictionary), 1) + code
             order = np.argsort(key, kind="stable")
             ordered = key[order]
             group_start = np.zeros(len(ordered), dtype=np.int64)
@@ -207,7 +204,7 @@ class NodeIds(Sequence[str]):
         """Each directory's and file's row by its path (made on first use: a build that only
         writes the graph never asks)."""
         if self._plain_rows is None:
-            self._plain_rows = {path: row for row, path in enumerate(self._plain)}
+            self._plain_rows = {path: row for row, path in enumerate(self.plain)}
         return self._plain_rows
 
     def row(self, node_id: str) -> int | None:
@@ -219,8 +216,8 @@ class NodeIds(Sequence[str]):
         at = node_id.find(":")
         while at > 0:
             file_row = plain_row.get(node_id[:at])
-            if file_row is not None and file_row >= self._n_dirs:
-                entity = self._in_file(file_row - self._n_dirs).get(node_id[at + 1 :])
+            if file_row is not None and file_row >= self.n_dirs:
+                entity = self._in_file(file_row - self.n_dirs).get(node_id[at + 1 :])
                 if entity is not None:
                     return entity
             at = node_id.find(":", at + 1)
@@ -230,11 +227,11 @@ class NodeIds(Sequence[str]):
         table = self._by_file.get(path_row)
         if table is None:
             if self._bounds is None:
-                n_files = len(self._plain) - self._n_dirs
-                self._bounds = np.searchsorted(self._entity_path, np.arange(n_files + 1))
+                n_files = len(self.plain) - self.n_dirs
+                self._bounds = np.searchsorted(self.entity_path, np.arange(n_files + 1))
             lo, hi = int(self._bounds[path_row]), int(self._bounds[path_row + 1])
             ranks = self._ranks()
-            base = len(self._plain)
+            base = len(self.plain)
             table = {
                 name + (f"#{ranks[e] + 1}" if ranks[e] else ""): base + e
                 for e, name in zip(range(lo, hi), self._names[base + lo : base + hi], strict=True)
