@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -28,20 +29,18 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StreamConfig
 from nats.js.errors import NotFoundError
 
-from contracts.errors import ErrorCode, RepoReaderError
 from contracts.subjects import (
     DURABLE_PREFIX,
-    HEADER_CONTENT_TYPE,
     HEADER_REPLY_TO,
     HEADER_REQUEST_ID,
-    HEADER_SERVICE_ERROR_CODE,
     PREFIX,
     REQUEST_STREAM,
     WORKER_CONSUMER,
     Subject,
 )
-from worker.service.codec import Codec, Codecs
-from worker.service.replies import body_budget, error_message
+from worker.errors import InternalError, InvalidRequest, RepoReaderFailure
+from worker.service import exchange
+from worker.service.codec import Codecs
 from worker.service.server import WorkerService
 
 log = structlog.get_logger(__name__)
@@ -204,11 +203,10 @@ class DurableRequests:
             self._slots.release()
 
     async def _refuse(self, message: Msg, reply_to: str | None, why: str) -> None:
+        headers = message.headers or {}
         log.info("durable.refused", subject=message.subject, reason=why)
         if reply_to:
-            await self._send_error(
-                reply_to, message.headers or {}, ErrorCode.INVALID_REQUEST, why, {}
-            )
+            await self._send_error(reply_to, headers, InvalidRequest(why, subject=message.subject))
         await message.term()
 
     async def _gave_up(self, advisory: Msg) -> None:
@@ -225,33 +223,23 @@ class DurableRequests:
         deliveries = int(event.get("deliveries", 0))
         log.error("durable.gave_up", sequence=sequence, deliveries=deliveries)
         if reply_to:
-            await self._send_error(
-                reply_to,
-                headers,
-                ErrorCode.INTERNAL,
+            failure = InternalError(
                 f"no worker answered this durable request in {deliveries} deliveries",
-                {"deliveries": deliveries},
+                deliveries=deliveries,
             )
+            await self._send_error(reply_to, headers, failure)
 
     async def _send_error(
-        self,
-        reply_to: str,
-        request_headers: dict[str, str],
-        code: str,
-        message: str,
-        details: dict[str, Any],
+        self, reply_to: str, request_headers: Mapping[str, str], failure: RepoReaderFailure
     ) -> None:
-        codec: Codec = self._codecs.for_message(request_headers, b"")
-        request_id = request_headers.get(HEADER_REQUEST_ID, "")
-        headers = {
-            HEADER_CONTENT_TYPE: codec.content_type,
-            HEADER_REQUEST_ID: request_id,
-            HEADER_SERVICE_ERROR_CODE: code,
-        }
-        body = error_message(
-            request_id,
-            RepoReaderError(code=code, message=message, details=details),
-            max_payload=body_budget(self._nc.max_payload, headers),
+        """Answer the caller with `failure`, as the server answers a failed request."""
+        codec = self._codecs.for_message(request_headers, b"")
+        request_id, _ = exchange.request_id_of(request_headers.get(HEADER_REQUEST_ID))
+        _, headers, body = exchange.error_reply(
+            failure,
+            request_id=request_id,
+            headers=exchange.reply_headers(codec.content_type, request_id),
+            max_payload=self._nc.max_payload,
             encode=codec.encode,
         )
         await self._nc.publish(reply_to, body, headers=headers)

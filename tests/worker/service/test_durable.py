@@ -10,6 +10,7 @@ import msgspec
 import nats
 import pytest
 
+from contracts.admin import SyncRequest
 from contracts.errors import ErrorReply
 from contracts.repo import RepoStatusRequest, RepoStatusResponse
 from contracts.subjects import (
@@ -18,6 +19,8 @@ from contracts.subjects import (
     HEADER_MSG_ID,
     HEADER_REPLY_TO,
     HEADER_REQUEST_ID,
+    HEADER_SERVICE_ERROR,
+    HEADER_SERVICE_ERROR_CODE,
     REQUEST_STREAM,
     WORKER_CONSUMER,
     Subject,
@@ -170,3 +173,36 @@ def test_a_request_no_worker_answers_comes_back_as_one_error(
     error = asyncio.run(run())
     assert error.errors[0].code == "INTERNAL"
     assert error.errors[0].details["deliveries"] == MAX_DELIVER
+
+
+def test_a_durable_request_for_a_mirror_subject_is_refused_like_a_core_request(
+    server: EmbeddedNats, graph_cache: GraphCache
+) -> None:
+    """A durable admin.sync is one INVALID_REQUEST under the caller's id, headed as any error."""
+    request_id = uuid.uuid4().hex
+
+    async def run() -> tuple[dict[str, str], ErrorReply]:
+        nc = await nats.connect(server.url)
+        inbox = nc.new_inbox()
+        answers = await nc.subscribe(inbox)
+        await nc.jetstream().publish(
+            durable_subject(Subject.ADMIN_SYNC),
+            msgspec.msgpack.encode(SyncRequest()),
+            headers={
+                HEADER_CONTENT_TYPE: CONTENT_TYPE_MSGPACK,
+                HEADER_REQUEST_ID: request_id,
+                HEADER_REPLY_TO: inbox,
+                HEADER_MSG_ID: request_id,
+            },
+        )
+        with WorkerProcess(graph_cache.cache.root, server.url):
+            message = await answers.next_msg(timeout=30)
+        await nc.close()
+        return dict(message.headers or {}), msgspec.msgpack.decode(message.data, type=ErrorReply)
+
+    headers, error = asyncio.run(run())
+    assert error.request_id == request_id
+    assert error.errors[0].code == "INVALID_REQUEST"
+    assert headers[HEADER_REQUEST_ID] == request_id
+    assert headers[HEADER_SERVICE_ERROR_CODE] == "INVALID_REQUEST"
+    assert "admin.sync" in headers[HEADER_SERVICE_ERROR]
