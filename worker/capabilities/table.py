@@ -1,28 +1,49 @@
-"""Assembles a worker from its config and cache, and runs it until SIGTERM or SIGINT."""
+"""The worker's capability table: each subject it serves and the handler that answers it.
+
+A handler turns its typed request into its subject's response Struct, with the facts worth
+logging; the server decodes the request before it and encodes (and batches) the answer after.
+`serve` assembles a worker from its config and cache and runs it until SIGTERM or SIGINT.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import structlog
 
+from contracts.code import CodeListRequest, CodeReadRequest, CodeSearchRequest, CodeSearchResponse
+from contracts.git import GitChurnRequest, GitHistoryRequest
+from contracts.graph import (
+    GraphDiffRequest,
+    GraphRetrieveRequest,
+    GraphSearchRequest,
+    GraphTraverseRequest,
+)
+from contracts.repo import RepoStatusRequest
 from contracts.research import RepoReaderRequest, RepoReaderResponse
 from contracts.subjects import Subject
-from worker.capabilities.graph.service import GraphTools
+from worker.capabilities.code_files import CodeFiles
+from worker.capabilities.code_search.search import CodeSearch
+from worker.capabilities.graph.diff import GraphDiff
+from worker.capabilities.graph.graphs import GraphStore
+from worker.capabilities.graph.queries import GraphQueries
+from worker.capabilities.history import GitHistory
 from worker.capabilities.research import ResearchService
-from worker.capabilities.tools import AgentTools
+from worker.capabilities.status import RepoStatus
 from worker.config import Config
 from worker.index import IndexStore
+from worker.licenses import LicenseCache
 from worker.repos.catalog import RepoCatalog
 from worker.repos.layout import CacheLayout
 from worker.service.admission import RateLimiter
 from worker.service.durable import DurableRequests
-from worker.service.replies import item_batches
 from worker.service.server import (
+    Answer,
     Capability,
-    Reply,
     RequestContext,
     WorkerService,
     connect_service,
@@ -61,24 +82,41 @@ class Worker:
             lru_size=config.server.index_lru_size,
             scratch_dir=scratch_dir,
         )
+        licenses = LicenseCache()
         self.research = ResearchService(config, self.catalog, self.indexes)
-        self.tools = AgentTools(config, self.catalog, self.indexes)
-        self.graph = GraphTools(config, self.catalog, self.indexes, self.tools.licenses)
+        self.code_search = CodeSearch(config, self.catalog, self.indexes, licenses)
+        self.files = CodeFiles(config, self.catalog, licenses)
+        self.history = GitHistory(config, self.catalog)
+        self.status = RepoStatus(config, self.catalog, stored_index=self.indexes.stored)
+        graphs = GraphStore(self.indexes, licenses, size=config.tools.graph_lru_size)
+        self.graph_queries = GraphQueries(config, self.catalog, graphs)
+        self.graph_diff = GraphDiff(self.catalog, graphs)
 
     def capabilities(self) -> list[Capability]:
-        """Every capability this worker serves, with its enabled flag from the config."""
+        """The table: every subject a worker serves, its handler, enabled as the config says."""
+        table: list[tuple[Subject, Callable[[Any, RequestContext], Answer]]] = [
+            (Subject.RESEARCH, self._research),
+            (Subject.CODE_SEARCH, self._code_search),
+            (Subject.CODE_READ, self._code_read),
+            (Subject.CODE_LIST, self._code_list),
+            (Subject.GIT_HISTORY, self._git_history),
+            (Subject.GIT_CHURN, self._git_churn),
+            (Subject.REPO_STATUS, self._repo_status),
+            (Subject.GRAPH_SEARCH, self._graph_search),
+            (Subject.GRAPH_TRAVERSE, self._graph_traverse),
+            (Subject.GRAPH_RETRIEVE, self._graph_retrieve),
+            (Subject.GRAPH_DIFF, self._graph_diff),
+        ]
         return [
             Capability(
-                subject=Subject.RESEARCH,
-                request_type=RepoReaderRequest,
-                handle=self._research,
-                enabled=self.config.capabilities.research.enabled,
-            ),
-            *self.tools.capabilities(),
-            *self.graph.capabilities(),
+                subject=subject,
+                handle=handle,
+                enabled=self.config.capabilities.get(subject.capability).enabled,
+            )
+            for subject, handle in table
         ]
 
-    def _research(self, request: RepoReaderRequest, context: RequestContext) -> Reply:
+    def _research(self, request: RepoReaderRequest, context: RequestContext) -> Answer:
         answer = self.research.answer(request, deadline=context.deadline)
         response = RepoReaderResponse(
             request_id=context.request_id,
@@ -86,17 +124,95 @@ class Worker:
             artifacts=answer.artifacts,
             omitted=answer.omitted,
         )
-        messages = item_batches(
-            response, "artifacts", max_payload=context.max_payload, encode=context.encode
-        )
-        return Reply(
-            messages=messages,
-            summary={
+        return Answer(
+            response,
+            {
                 "repos": [r.repo for r in answer.resolved],
                 "omitted": [o.repo for o in answer.omitted],
                 "artifacts": len(answer.artifacts),
             },
         )
+
+    def _code_search(self, request: CodeSearchRequest, context: RequestContext) -> Answer:
+        answer = self.code_search.search(request, deadline=context.deadline)
+        response = CodeSearchResponse(
+            request_id=context.request_id,
+            repo=answer.repo.name,
+            commit=answer.repo.commit,
+            ref=answer.repo.ref,
+            hits=answer.hits,
+            total_count=answer.total_count,
+            candidate_files=answer.candidate_files,
+            files_scanned=answer.files_scanned,
+            exhaustive=answer.exhaustive,
+            truncated=answer.truncated,
+            index=answer.index,
+        )
+        return Answer(
+            response,
+            {
+                "repo": answer.repo.name,
+                "hits": len(answer.hits),
+                "candidates": answer.candidate_files,
+                "scanned": answer.files_scanned,
+                "index": answer.index,
+            },
+        )
+
+    def _code_read(self, request: CodeReadRequest, context: RequestContext) -> Answer:
+        response = self.files.read(request, request_id=context.request_id)
+        return Answer(
+            response, {"repo": response.repo, "span": response.span, "kind": response.kind}
+        )
+
+    def _code_list(self, request: CodeListRequest, context: RequestContext) -> Answer:
+        response = self.files.list(
+            request, request_id=context.request_id, deadline=context.deadline
+        )
+        return Answer(response, {"repo": response.repo, "entries": response.total})
+
+    def _git_history(self, request: GitHistoryRequest, context: RequestContext) -> Answer:
+        response = self.history.history(
+            request, request_id=context.request_id, deadline=context.deadline
+        )
+        return Answer(response, {"repo": response.repo, "commits": len(response.commits)})
+
+    def _git_churn(self, request: GitChurnRequest, context: RequestContext) -> Answer:
+        response = self.history.churn(
+            request, request_id=context.request_id, deadline=context.deadline
+        )
+        return Answer(response, {"repo": response.repo, "examined": response.commits_examined})
+
+    def _repo_status(self, request: RepoStatusRequest, context: RequestContext) -> Answer:
+        response = self.status.status(request, request_id=context.request_id)
+        return Answer(response, {"repo": response.repo})
+
+    def _graph_search(self, request: GraphSearchRequest, context: RequestContext) -> Answer:
+        response = self.graph_queries.search(
+            request, request_id=context.request_id, deadline=context.deadline
+        )
+        return Answer(response, {"repo": response.repo, "entities": len(response.entities)})
+
+    def _graph_traverse(self, request: GraphTraverseRequest, context: RequestContext) -> Answer:
+        response = self.graph_queries.traverse(
+            request, request_id=context.request_id, deadline=context.deadline
+        )
+        return Answer(
+            response,
+            {"repo": response.repo, "nodes": len(response.nodes), "edges": len(response.edges)},
+        )
+
+    def _graph_retrieve(self, request: GraphRetrieveRequest, context: RequestContext) -> Answer:
+        response = self.graph_queries.retrieve(
+            request, request_id=context.request_id, deadline=context.deadline
+        )
+        return Answer(response, {"repo": response.repo, "entities": len(response.entities)})
+
+    def _graph_diff(self, request: GraphDiffRequest, context: RequestContext) -> Answer:
+        response = self.graph_diff.diff(
+            request, request_id=context.request_id, deadline=context.deadline
+        )
+        return Answer(response, {"repo": response.repo, "entities": response.entity_changes})
 
 
 async def serve(

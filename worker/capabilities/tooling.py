@@ -9,23 +9,14 @@ unless the caller accepts `NOASSERTION`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
-import msgspec
 import pygit2
 
-from contracts.registry import BATCHED, MESSAGES
-from contracts.subjects import Subject
-from worker.config import Config
 from worker.errors import LicenseUnavailable, LimitExceeded
 from worker.licenses import LicenseCache, LicenseInfo, LicenseResolver
 from worker.repos.catalog import RepoCatalog, ResolvedRepo
-from worker.service.replies import item_batches
-from worker.service.server import Capability, Reply, RequestContext
-
-Handler = Callable[[Any, RequestContext], Reply]
 
 NO_LICENSE: Final = "NOASSERTION"
 """The SPDX word for "no license could be determined", used only when none is required."""
@@ -96,25 +87,3 @@ class LicensedFiles:
         """The license of the file at `path`: blob `blob_id`, whose content is `data` (None
         for a blob that is not read: then the nearest license file decides)."""
         return Attribution.of(self._resolver.for_file(self._tree, path, blob_id, data))
-
-
-def served(config: Config, handlers: Sequence[tuple[Subject, Handler]]) -> list[Capability]:
-    """Each handler as a capability: its subject's request type, enabled as the config says."""
-    return [
-        Capability(
-            subject=subject,
-            request_type=MESSAGES[subject][0],
-            handle=handle,
-            enabled=config.capabilities.get(subject.capability).enabled,
-        )
-        for subject, handle in handlers
-    ]
-
-
-def batched_reply(response: msgspec.Struct, context: RequestContext, **summary: Any) -> Reply:
-    """The reply carrying `response`, its items in batches (one message if it has none)."""
-    field = BATCHED[context.subject]
-    if field is None:
-        return Reply(messages=[context.encode(response)], summary=summary)
-    messages = item_batches(response, field, max_payload=context.max_payload, encode=context.encode)
-    return Reply(messages=messages, summary=summary)

@@ -37,8 +37,8 @@ from worker.mirror.sync import Mirror, SyncError
 from worker.repos.registry import lookup_repo
 from worker.service.admission import RateLimiter
 from worker.service.server import (
+    Answer,
     Capability,
-    Reply,
     RequestContext,
     WorkerService,
     connect_service,
@@ -64,16 +64,11 @@ class MirrorAdmin:
         return [
             Capability(
                 subject=Subject.DOCS_REGENERATE,
-                request_type=DocsRegenerateRequest,
                 handle=self._regenerate_docs,
                 enabled=self.mirror.config.capabilities.docs_regenerate.enabled,
             ),
-            Capability(subject=Subject.ADMIN_SYNC, request_type=SyncRequest, handle=self._sync),
-            Capability(
-                subject=Subject.ADMIN_REBUILD_INDEX,
-                request_type=RebuildIndexRequest,
-                handle=self._rebuild_index,
-            ),
+            Capability(subject=Subject.ADMIN_SYNC, handle=self._sync),
+            Capability(subject=Subject.ADMIN_REBUILD_INDEX, handle=self._rebuild_index),
         ]
 
     def _registered(self, name: str) -> str:
@@ -84,7 +79,7 @@ class MirrorAdmin:
             )
         return entry.name
 
-    def _regenerate_docs(self, request: DocsRegenerateRequest, context: RequestContext) -> Reply:
+    def _regenerate_docs(self, request: DocsRegenerateRequest, context: RequestContext) -> Answer:
         config = self.mirror.config
         # Registered and not denied (seed 002's AccessDenied), before anything is read.
         name = lookup_repo(config, request.repo, field="repo").name
@@ -122,12 +117,9 @@ class MirrorAdmin:
                 for d in done.documents
             ),
         )
-        return Reply(
-            messages=[context.encode(response)],
-            summary={"repos": [name], "regenerated": list(done.regenerated)},
-        )
+        return Answer(response, {"repos": [name], "regenerated": list(done.regenerated)})
 
-    def _sync(self, request: SyncRequest, context: RequestContext) -> Reply:
+    def _sync(self, request: SyncRequest, context: RequestContext) -> Answer:
         names = [self._registered(name) for name in request.repos] if request.repos else []
         try:
             results = self.mirror.sync(names)
@@ -147,11 +139,9 @@ class MirrorAdmin:
                 for r in results
             ),
         )
-        return Reply(
-            messages=[context.encode(response)], summary={"repos": [r.repo for r in results]}
-        )
+        return Answer(response, {"repos": [r.repo for r in results]})
 
-    def _rebuild_index(self, request: RebuildIndexRequest, context: RequestContext) -> Reply:
+    def _rebuild_index(self, request: RebuildIndexRequest, context: RequestContext) -> Answer:
         name = self._registered(request.repo)
         try:
             commit, seconds = self.mirror.rebuild_index(name, request.revision)
@@ -183,9 +173,7 @@ class MirrorAdmin:
                 IndexFileError(file_path=path, error=why) for path, why in report.file_errors
             ),
         )
-        return Reply(
-            messages=[context.encode(response)], summary={"repos": [name], "commit": commit}
-        )
+        return Answer(response, {"repos": [name], "commit": commit})
 
 
 async def serve_mirror(

@@ -18,6 +18,8 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from contracts.errors import ErrorReply, RepoReaderError
+from contracts.registry import BATCHED, MESSAGES
+from contracts.subjects import Subject
 from worker.errors import InternalError
 
 ResponseT = TypeVar("ResponseT", bound=msgspec.Struct)
@@ -77,6 +79,30 @@ def error_message(
         details={**details, "truncated": True},
     )
     return encode(ErrorReply(request_id=request_id, errors=(cut,)))
+
+
+def reply_messages(
+    response: msgspec.Struct,
+    subject: Subject,
+    *,
+    max_payload: int,
+    encode: Callable[[Any], bytes],
+) -> list[bytes]:
+    """The encoded messages answering a request on `subject`: one, or its items in batches
+    where the subject has a list field (`contracts.registry.BATCHED`).
+
+    InternalError when `response` is not the subject's response type: a handler's mistake
+    is caught here, not by a client that cannot decode it.
+    """
+    expected = MESSAGES[subject][1]
+    if not isinstance(response, expected):
+        raise InternalError(
+            f"{subject.value} answered with {type(response).__name__}, not {expected.__name__}"
+        )
+    field = BATCHED[subject]
+    if field is None:
+        return [encode(response)]
+    return item_batches(response, field, max_payload=max_payload, encode=encode)
 
 
 def item_batches(

@@ -26,6 +26,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Final, Protocol
 
+import msgspec
 import nats
 import structlog
 from nats.aio.client import Client as NATS
@@ -33,6 +34,7 @@ from nats.micro import add_service
 from nats.micro.request import Request
 from nats.micro.service import EndpointStats, Service, ServiceConfig
 
+from contracts.registry import MESSAGES
 from contracts.subjects import (
     DEFAULT_INBOX_PREFIX,
     HEADER_REQUEST_ID,
@@ -46,7 +48,7 @@ from worker.service import exchange
 from worker.service.codec import Codec, Codecs
 from worker.service.interrupts import StopOnSignals
 from worker.service.readiness import write_ready
-from worker.service.replies import body_budget, check_fit
+from worker.service.replies import body_budget, check_fit, reply_messages
 
 log = structlog.get_logger(__name__)
 
@@ -58,28 +60,36 @@ class RequestContext:
     request_id: str
     subject: Subject
     deadline: float
-    max_payload: int
-    """The most bytes one reply message's body may have: the server's max payload less the
-    reply's headers."""
-    encode: Callable[[Any], bytes]
 
 
 @dataclass(frozen=True, slots=True)
-class Reply:
-    """The encoded messages of an answer, in order, and the facts worth logging about it."""
+class Answer:
+    """What a handler answers: its subject's response, and the facts worth logging about it.
 
-    messages: Sequence[bytes]
-    summary: Mapping[str, Any] = field(default_factory=dict)
+    The server encodes the response, in batches where the subject has them: a handler never
+    sees bytes.
+    """
+
+    response: msgspec.Struct
+    facts: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
 class Capability:
-    """One subject's request type and its (blocking) handler."""
+    """One subject and its (blocking) handler; the request type is the subject's own
+    (`contracts.registry.MESSAGES`)."""
 
     subject: Subject
-    request_type: type[Any]
-    handle: Callable[[Any, RequestContext], Reply]
+    handle: Callable[[Any, RequestContext], Answer]
     enabled: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    """An answer's encoded messages, in order, and its facts."""
+
+    messages: Sequence[bytes]
+    facts: Mapping[str, Any]
 
 
 class Respond(Protocol):
@@ -120,7 +130,7 @@ class WorkerService:
         self._nc = nc
         self._identity = (name, queue_group, description)
         self._capabilities = {c.subject: c for c in capabilities}
-        self._codecs = Codecs({c.subject: c.request_type for c in capabilities})
+        self._codecs = Codecs({c.subject: MESSAGES[c.subject][0] for c in capabilities})
         self._timeout = request_timeout
         self._concurrency = concurrency
         self._admission = admission
@@ -222,7 +232,7 @@ class WorkerService:
                 "request.answered",
                 messages=len(reply.messages),
                 latency_ms=round(1000 * (time.monotonic() - started), 2),
-                **reply.summary,
+                **reply.facts,
             )
 
     async def _answer(
@@ -234,21 +244,23 @@ class WorkerService:
         started: float,
         *,
         max_payload: int,
-    ) -> Reply:
+    ) -> _Reply:
         capability = self._capabilities[subject]
         exchange.check_enabled(subject, enabled=capability.enabled)
         message = codec.decode(subject, data)
         if self._admission is not None:
             await self._admission(subject)
         context = RequestContext(
-            request_id=request_id,
-            subject=subject,
-            deadline=started + self._timeout,
-            max_payload=max_payload,
-            encode=codec.encode,
+            request_id=request_id, subject=subject, deadline=started + self._timeout
         )
         call = functools.partial(
-            contextvars.copy_context().run, capability.handle, message, context
+            contextvars.copy_context().run,
+            _answered,
+            capability.handle,
+            message,
+            context,
+            codec,
+            max_payload,
         )
         return await asyncio.get_running_loop().run_in_executor(self._pool, call)
 
@@ -280,6 +292,21 @@ class WorkerService:
         else:
             log.info("request.refused", message=error.message, **fields)
         await respond(body, headers=headers)
+
+
+def _answered(
+    handle: Callable[[Any, RequestContext], Answer],
+    message: Any,
+    context: RequestContext,
+    codec: Codec,
+    max_payload: int,
+) -> _Reply:
+    """A handler's answer, encoded (in the pool's thread: a large answer takes a while)."""
+    answer = handle(message, context)
+    messages = reply_messages(
+        answer.response, context.subject, max_payload=max_payload, encode=codec.encode
+    )
+    return _Reply(messages, answer.facts)
 
 
 @dataclass(frozen=True, slots=True)

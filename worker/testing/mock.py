@@ -42,7 +42,7 @@ from typing import Any, Final, TypeVar, cast
 import msgspec
 
 from contracts.errors import ErrorCode, RepoReaderError
-from contracts.registry import MESSAGES
+from contracts.registry import BATCHED, MESSAGES
 from contracts.research import RepoReaderRequest, RepoReaderResponse, ResearchArtifact, ResolvedRepo
 from contracts.subjects import HEADER_REQUEST_ID, WORKER_SUBJECTS, Subject
 from worker.calls import AnswerReader, RepoReaderAPI, encode_request, request_headers
@@ -54,27 +54,15 @@ from worker.repos.registry import lookup_repo, not_mirrored, unknown_revision
 from worker.repos.swhid import content_swhid, origin_url
 from worker.service import exchange
 from worker.service.codec import Codec, Codecs, error_from_exception
-from worker.service.replies import body_budget, check_fit, item_batches
+from worker.service.replies import body_budget, check_fit, reply_messages
 
 ResponseT = TypeVar("ResponseT", bound=msgspec.Struct)
 
 DEFAULT_MAX_PAYLOAD: Final = 1 << 20
 """nats-server's default max payload: answers are split into batches under it."""
 NO_LICENSE: Final = "NOASSERTION"
-BATCHED: Final[Mapping[Subject, str]] = {
-    Subject.RESEARCH: "artifacts",
-    Subject.CODE_SEARCH: "hits",
-    Subject.CODE_LIST: "entries",
-    Subject.GIT_HISTORY: "commits",
-    Subject.GIT_CHURN: "modules",
-    Subject.GRAPH_SEARCH: "entities",
-    Subject.GRAPH_TRAVERSE: "nodes",
-    Subject.GRAPH_RETRIEVE: "entities",
-    Subject.GRAPH_DIFF: "entities",
-}
-"""The list a long answer is split on, per subject (the others are always one message)."""
 _CAPPED: Final[Mapping[Subject, tuple[str, ...]]] = {
-    **{subject: (name,) for subject, name in BATCHED.items()},
+    **{subject: (name,) for subject, name in BATCHED.items() if name is not None},
     Subject.GRAPH_DIFF: ("entities", "edges"),
 }
 """The lists a request's cap bounds, per subject."""
@@ -430,10 +418,7 @@ class MockRepoReader:
             response: msgspec.Struct = self._answer_research(request, call.request_id)
         else:
             response = self._answer_tool(subject, request, call.request_id)
-        field_name = BATCHED.get(subject)
-        if field_name is None:
-            return [codec.encode(response)]
-        return item_batches(response, field_name, max_payload=budget, encode=codec.encode)
+        return reply_messages(response, subject, max_payload=budget, encode=codec.encode)
 
     def _simulated(self, subject: Subject) -> None:
         queue = self._failures.get(subject)

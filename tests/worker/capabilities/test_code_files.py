@@ -22,7 +22,7 @@ REPO = "acme/sample"
 
 
 def code_files(cache: MirroredCache) -> CodeFiles:
-    return Worker(cache.config, cache.root).tools.files
+    return Worker(cache.config, cache.root).files
 
 
 def mirrored(cache: MirroredCache) -> pygit2.Repository:
@@ -71,14 +71,14 @@ def test_every_name_the_tree_holds_can_be_listed_searched_and_read(
     source, _ = make_source("sample", {"LICENSE": MIT_LICENSE, **files})
     cache.add(REPO, source)
     worker = Worker(cache.config, cache.root)
-    listed = worker.tools.files.list(
+    listed = worker.files.list(
         CodeListRequest(repo=REPO, path="odd"), request_id="r1", deadline=time.monotonic() + 30
     )
     assert {e.path for e in listed.entries} == set(files)
-    found = worker.tools.search.search(
+    found = worker.code_search.search(
         CodeSearchRequest(repo=REPO, query="odd_marker"), deadline=time.monotonic() + 30
     )
     assert {h.path for h in found.hits} == set(files)
     for path, content in files.items():
-        answer = worker.tools.files.read(CodeReadRequest(repo=REPO, path=path), request_id="r2")
+        answer = worker.files.read(CodeReadRequest(repo=REPO, path=path), request_id="r2")
         assert (answer.path, answer.content) == (path, content.rstrip("\n"))

@@ -9,8 +9,10 @@ import nats
 import pytest
 
 from contracts import RepoReaderRequest
+from contracts.subjects import WORKER_SUBJECTS
 from tests.support.cache import MirroredCache, SourceFactory
 from tests.support.workers import WorkerProcess
+from worker.capabilities.table import Worker
 from worker.client import RepoReaderClient
 from worker.service.embedded_nats import EmbeddedNats
 
@@ -105,3 +107,9 @@ def test_logs_are_json_with_request_facts(nats_server: EmbeddedNats, sample: Mir
     assert len(answered["request_id"]) == 32
     assert answered["latency_ms"] >= 0
     assert answered["timestamp"].endswith("Z")
+
+
+def test_the_table_serves_every_worker_subject_once(cache: MirroredCache) -> None:
+    """A worker's table answers each worker subject with one handler, and no mirror subject."""
+    served = [c.subject for c in Worker(cache.config, cache.root).capabilities()]
+    assert sorted(served) == sorted(WORKER_SUBJECTS)

@@ -17,10 +17,21 @@ from contracts import (
     ResearchArtifact,
     ResolvedRepo,
 )
+from contracts.code import CodeReadResponse
+from contracts.subjects import Subject
 from worker.errors import InternalError
 from worker.service.embedded_nats import EmbeddedNats
-from worker.service.replies import ERROR_TEXT_BOUND, body_budget, error_message, item_batches
+from worker.service.replies import (
+    ERROR_TEXT_BOUND,
+    body_budget,
+    error_message,
+    item_batches,
+    join_batches,
+    reply_messages,
+)
 
+ENCODE = msgspec.msgpack.encode
+DECODE = msgspec.msgpack.Decoder(RepoReaderResponse).decode
 RESOLVED = (ResolvedRepo(repo="a/b", commit="c" * 40, ref="refs/heads/main", license="MIT"),)
 
 
@@ -117,3 +128,32 @@ def test_an_error_echoing_a_huge_request_is_cut_to_fit() -> None:
     small = RepoReaderError(code="NOT_FOUND", message="gone", details={"path": "a.py"})
     whole = error_message("rid", small, max_payload=4096, encode=msgspec.json.encode)
     assert msgspec.json.decode(whole, type=ErrorReply).errors == (small,)
+
+
+def test_a_subject_with_a_list_is_answered_in_batches_that_join_to_the_answer() -> None:
+    """Research answers come in batches that join back to the response; one batch is last."""
+    response = RepoReaderResponse(
+        request_id="r", resolved=RESOLVED, artifacts=tuple(artifact(i, 900) for i in range(12))
+    )
+    messages = reply_messages(response, Subject.RESEARCH, max_payload=4096, encode=ENCODE)
+    batches = [DECODE(m) for m in messages]
+    assert len(messages) > 1
+    assert all(len(m) <= 4096 for m in messages)
+    assert [b.last for b in batches] == [False] * (len(batches) - 1) + [True]
+    assert join_batches(batches, "artifacts") == msgspec.structs.replace(response, last=True)
+
+
+def test_a_subject_without_a_list_is_one_message() -> None:
+    """A code.read answer is one message, whatever its size under the budget."""
+    response = CodeReadResponse(
+        request_id="r", repo="a/b", commit="c" * 40, path="f.py", content="x" * 1000
+    )
+    (message,) = reply_messages(response, Subject.CODE_READ, max_payload=4096, encode=ENCODE)
+    assert msgspec.msgpack.decode(message, type=CodeReadResponse) == response
+
+
+def test_an_answer_of_another_subjects_type_is_internal() -> None:
+    """A handler answering with the wrong response type is an InternalError, not bad bytes."""
+    response = RepoReaderResponse(request_id="r", resolved=RESOLVED)
+    with pytest.raises(InternalError, match="CodeSearchResponse"):
+        reply_messages(response, Subject.CODE_SEARCH, max_payload=4096, encode=ENCODE)

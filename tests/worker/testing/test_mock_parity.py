@@ -17,7 +17,7 @@ import nats
 import pytest
 
 from contracts.errors import ErrorCode, ErrorReply
-from contracts.registry import MESSAGES
+from contracts.registry import BATCHED, MESSAGES
 from contracts.research import RepoReaderRequest
 from contracts.subjects import CONTENT_TYPE_JSON, HEADER_CONTENT_TYPE, HEADER_REQUEST_ID, Subject
 from tests.support.tools import ToolCache, build_tool_cache
@@ -29,7 +29,6 @@ from worker.repos.layout import CacheLayout
 from worker.service.embedded_nats import EmbeddedNats
 from worker.service.replies import join_batches
 from worker.testing import MockRepo, MockRepoReader
-from worker.testing.mock import BATCHED
 
 REPO = "acme/widgets"
 MAX_PAYLOAD = 4096
