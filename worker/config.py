@@ -83,8 +83,6 @@ class ToolLimits(_Section, frozen=True, kw_only=True, forbid_unknown_fields=True
     graph_default_nodes: PositiveInt = 200
     graph_max_nodes: PositiveInt = 1000
     """Nodes one graph.traverse returns at most."""
-    graph_lru_size: PositiveInt = 4
-    """How many commits' graphs a worker keeps built."""
 
     def __post_init__(self) -> None:
         for default, ceiling in (

@@ -88,7 +88,7 @@ class Worker:
         self.files = CodeFiles(config, self.catalog, licenses)
         self.history = GitHistory(config, self.catalog)
         self.status = RepoStatus(config, self.catalog, stored_index=self.indexes.stored)
-        graphs = GraphStore(self.indexes, licenses, size=config.tools.graph_lru_size)
+        graphs = GraphStore(self.indexes, licenses)
         self.graph_queries = GraphQueries(config, self.catalog, graphs)
         self.graph_diff = GraphDiff(self.catalog, graphs)
 

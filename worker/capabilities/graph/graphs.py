@@ -1,14 +1,16 @@
-"""The graphs of pinned commits: built from the commit's index on first use, kept in an LRU.
+"""The graphs of pinned commits: built from the commit's index on first use, kept with it.
 
 A graph is a view of the index (see `worker.index.views.graph`): building one reads each
 blob's stored analysis and resolves its references, with no blob read or parsed again.
-The index itself is mapped from the cache, or built on demand within the request's budget.
+The index itself is mapped from the cache, or built on demand within the request's budget;
+a graph lives as long as its index is open, so the index store's one LRU bounds both.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,18 +145,20 @@ def _commit_dir(cache_dir: Path, pinned: ResolvedRepo) -> Path:
 
 
 class GraphStore:
-    """Built graphs of (repository, commit), least recently used dropped first."""
+    """The graphs of open commit indexes, each read or built once."""
 
-    def __init__(self, indexes: IndexStore, licenses: LicenseCache, *, size: int = 4) -> None:
+    def __init__(self, indexes: IndexStore, licenses: LicenseCache) -> None:
         self.indexes = indexes
         self.licenses = licenses
-        self.size = max(1, size)
-        self._lru: OrderedDict[tuple[str, str], tuple[CommitGraph, float]] = OrderedDict()
+        # Keyed by the index: when the index store's LRU lets an index go, its graph goes too.
+        self._graphs: weakref.WeakKeyDictionary[CommitIndex, tuple[CommitGraph, float]] = (
+            weakref.WeakKeyDictionary()
+        )
         self._lock = threading.Lock()
         self._building: dict[tuple[str, str], threading.Lock] = {}
         self.texts = FileTexts()
         self.builds = 0
-        """Graphs this store built (for tests and metrics)."""
+        """Graphs this store read or built (for tests and metrics)."""
 
     def _stored(self, pinned: ResolvedRepo) -> tuple[CommitGraph, float] | None:
         """The graph the mirror published with the commit's index, mapped."""
@@ -165,8 +169,24 @@ class GraphStore:
         log.info("graph.opened", repo=pinned.name, commit=pinned.commit, nodes=graph.n_nodes)
         return graph, time.perf_counter() - started
 
-    def _build(self, pinned: ResolvedRepo, index: CommitIndex) -> tuple[CommitGraph, float]:
-        built = build_graph(index, self._mirrored(pinned))
+    def _build(
+        self, pinned: ResolvedRepo, index: CommitIndex, deadline: float
+    ) -> tuple[CommitGraph, float]:
+        started = time.monotonic()
+
+        def check_deadline(stage: str) -> None:
+            if time.monotonic() > deadline:
+                raise Timeout(
+                    f"the graph of {pinned.name} at {pinned.commit[:12]} was not built in time",
+                    repo=pinned.name,
+                    commit=pinned.commit,
+                    stage=f"graph: {stage}",
+                    files=len(index.path_column),
+                    seconds=round(time.monotonic() - started, 3),
+                )
+
+        check_deadline("start")
+        built = build_graph(index, self._mirrored(pinned), check_deadline=check_deadline)
         log.info(
             "graph.built",
             repo=pinned.name,
@@ -187,31 +207,22 @@ class GraphStore:
         return read_carried(repo_index_dir(self.indexes.cache_dir, pinned.name) / "commits" / head)
 
     def open(self, pinned: ResolvedRepo, *, deadline: float) -> PinnedGraph:
-        """The graph of a pinned commit, built (within `deadline`) if no one has yet."""
+        """The graph of a pinned commit, read or built (within `deadline`) if no one has yet;
+        Timeout, with how far the build got, beyond it."""
         key = (pinned.name, pinned.commit)
         index = self.indexes.open(pinned.name, pinned.repo, pinned.commit, deadline=deadline)
         with self._lock:
-            found = self._lru.get(key)
-            if found is not None:
-                self._lru.move_to_end(key)
-                return PinnedGraph(pinned, found[0], index, found[1], self.texts)
-            building = self._building.setdefault(key, threading.Lock())
-        with building:
-            with self._lock:
-                found = self._lru.get(key)
+            found = self._graphs.get(index)
             if found is None:
-                if time.monotonic() > deadline:
-                    raise Timeout(
-                        f"the graph of {pinned.name} at {pinned.commit[:12]} was not built in time",
-                        repo=pinned.name,
-                        commit=pinned.commit,
-                        stage="graph",
-                    )
-                found = self._stored(pinned) or self._build(pinned, index)
+                building = self._building.setdefault(key, threading.Lock())
+        if found is None:
+            with building:
                 with self._lock:
-                    self.builds += 1
-                    self._lru[key] = found
-                    while len(self._lru) > self.size:
-                        self._lru.popitem(last=False)
-                    self._building.pop(key, None)
+                    found = self._graphs.get(index)
+                if found is None:
+                    found = self._stored(pinned) or self._build(pinned, index, deadline)
+                    with self._lock:
+                        self.builds += 1
+                        self._graphs[index] = found
+                        self._building.pop(key, None)
         return PinnedGraph(pinned, found[0], index, found[1], self.texts)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
@@ -83,26 +84,39 @@ CARRY_LIMIT: Final = 0.5
 """Past this share of its files to resolve again, a graph is built whole, not carried."""
 
 
+def _no_deadline(stage: str) -> None:
+    """A build's check between stages when nothing bounds its time."""
+
+
 def build_graph(
-    index: CommitIndex, previous: Previous | None = None, *, carry_limit: float = CARRY_LIMIT
+    index: CommitIndex,
+    previous: Previous | None = None,
+    *,
+    carry_limit: float = CARRY_LIMIT,
+    check_deadline: Callable[[str], None] = _no_deadline,
 ) -> GraphBuild:
     """The entity graph of the commit an index is of.
 
     With the graph of another commit (`previous`), only the files whose resolution may
     have changed are resolved again (see `carried`), unless more than `carry_limit` of
-    them would be; the graph is the same either way.
+    them would be; the graph is the same either way. `check_deadline` is called with the
+    stage about to start (it raises to stop the build).
     """
     started = time.perf_counter()
     if previous is not None:
         try:
-            return _build(index, previous, started, carry_limit)
+            return _build(index, previous, started, carry_limit, check_deadline)
         except StaleCarry as exc:
             log.info("graph.built_whole", commit=index.commit, reason=str(exc))
-    return _build(index, None, started, carry_limit)
+    return _build(index, None, started, carry_limit, check_deadline)
 
 
 def _build(
-    index: CommitIndex, previous: Previous | None, started: float, carry_limit: float
+    index: CommitIndex,
+    previous: Previous | None,
+    started: float,
+    carry_limit: float,
+    check_deadline: Callable[[str], None],
 ) -> GraphBuild:
     """`build_graph`, carrying over what `previous` resolved (raises `StaleCarry` when it
     does not fit)."""
@@ -112,6 +126,7 @@ def _build(
     n_dirs = len(directories)
     file_nodes = {p: n_dirs + i for i, p in enumerate(paths)}
     file_node = n_dirs + np.arange(len(paths), dtype=np.int64)
+    check_deadline("entities")
     data = Gathered(index, n_dirs + len(paths), file_node)
     dir_parent = [dir_nodes.get(d.rpartition("/")[0], -1) for d in directories]
     file_parent = [dir_nodes.get(p.rpartition("/")[0], -1) for p in paths]
@@ -165,6 +180,7 @@ def _build(
     )
     oids = np.ascontiguousarray(index.path_oids)
     edge_parts = [_contain_edges(parents)]
+    check_deadline("plan")
     plan, node_map = _plan(
         scopes,
         data,
@@ -184,8 +200,10 @@ def _build(
         parents=parent_list,
         path_grammars=path_grammars,
         paths=paths,
+        check_deadline=check_deadline,
     )
     edge_parts.append(resolved_edges)
+    check_deadline("edges")
     if previous is not None:
         edge_parts.append(_carried_edges(previous.graph, node_map, plan))
     edges = distinct(np.concatenate(edge_parts))
@@ -309,9 +327,11 @@ def _resolve(
     parents: list[int],
     path_grammars: _PathGrammars,
     paths: list[str],
+    check_deadline: Callable[[str], None],
 ) -> tuple[I64, ReadTable]:
     """Edge keys of every reference the plan resolves, and the reads of C's plain calls:
     imports first (they bind names), then bases (methods are inherited), then calls."""
+    check_deadline("imports")
     found = _Found()
     reads = scopes.reads
     imports = data.relation == Relation.IMPORT
@@ -337,6 +357,7 @@ def _resolve(
         plan.resolving(file_node[data.reference_path[include_rows]], Phase.IMPORTS)
     ]
     include_edges, include_reads = _c_includes(scopes, data, include_rows, paths, file_node)
+    check_deadline("bases")
     inherit_rows = _rows_by_file(inherit_all, row_file)
     for file in plan.files(Phase.BASES, sorted(inherit_rows)):
         reads.at(file, Phase.BASES)
@@ -355,6 +376,7 @@ def _resolve(
                     scopes.bases[key] = (*scopes.bases.get(key, ()), base)
                     plan.class_keys.setdefault(file, {})[key] = None
     scopes.bases_known()
+    check_deadline("calls")
     call_edges, c_reads = _resolve_calls(
         scopes,
         data,
