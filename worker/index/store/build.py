@@ -41,6 +41,7 @@ from worker.index.store.commit_view import (
     read_manifest,
     write_commit,
 )
+from worker.index.store.scratch import ScratchSegments
 from worker.index.store.segment import (
     Segment,
     UnknownFormat,
@@ -325,22 +326,19 @@ def build_in_memory(
     *,
     max_blob_bytes: int,
     check_deadline: Callable[[int, int], None],
-    scratch_dir: Path | None = None,
+    scratch: ScratchSegments | None = None,
 ) -> tuple[list[Segment], CommitTables, int]:
     """Worker side: the segments and view of a commit with no stored index.
 
     Reuses `stored` segments for the blobs they hold; the rest is analysed into a segment
-    kept in memory, or written under `scratch_dir` and mapped. Returns how many blobs were
-    analysed as well.
+    kept in memory, or in `scratch`. Returns how many blobs were analysed as well.
     """
     entries = tree_blobs(repo, commit)
     check_deadline(0, 0)
     reused = _live_segments(stored, entries)
     where, skipped = blob_locations(reused)
     missing = missing_blobs(entries, where, skipped)
-    segments = reused + _analysed_in_memory(
-        repo, missing, max_blob_bytes, check_deadline, scratch_dir
-    )
+    segments = reused + _analysed_in_memory(repo, missing, max_blob_bytes, check_deadline, scratch)
     where, _ = blob_locations(segments)
     return segments, build_commit_tables(entries, where), len(missing)
 
@@ -352,7 +350,7 @@ def carried_in_memory(
     *,
     max_blob_bytes: int,
     check_deadline: Callable[[int, int], None],
-    scratch_dir: Path | None = None,
+    scratch: ScratchSegments | None = None,
 ) -> Carried | None:
     """Worker side: `build_in_memory` carried from the stored index `base` (see
     `carried_view.carry`); None when it cannot be."""
@@ -361,7 +359,7 @@ def carried_in_memory(
         missing: list[tuple[str, bytes]], _meanwhile: Callable[[], PathTerms]
     ) -> tuple[list[Segment], PathTerms | None]:
         check_deadline(0, len(missing))
-        return _analysed_in_memory(repo, missing, max_blob_bytes, check_deadline, scratch_dir), None
+        return _analysed_in_memory(repo, missing, max_blob_bytes, check_deadline, scratch), None
 
     return carry(repo, commit, base, analysed, too_many=too_many_segments)
 
@@ -371,13 +369,11 @@ def _analysed_in_memory(
     missing: list[tuple[str, bytes]],
     max_blob_bytes: int,
     check_deadline: Callable[[int, int], None],
-    scratch_dir: Path | None,
+    scratch: ScratchSegments | None,
 ) -> list[Segment]:
-    """The missing blobs analysed into segments kept in memory, or written under
-    `scratch_dir` and mapped (none if nothing is missing)."""
+    """The missing blobs analysed into segments kept in memory, or in `scratch` (none if
+    nothing is missing)."""
     return [
-        Segment(seg_id, tables)
-        if scratch_dir is None
-        else Segment.open(write_segment(scratch_dir, seg_id, tables))
+        Segment(seg_id, tables) if scratch is None else scratch.keep(seg_id, tables)
         for seg_id, tables in analyse(repo, missing, max_blob_bytes, check_deadline)
     ]

@@ -3,7 +3,8 @@
 A stored index of a known format is memory-mapped; anything else (no index for a pinned
 revision, an index of an unknown format) is built in memory or under the scratch directory,
 reusing the stored segments' analysed blobs, within the caller's deadline. Open indexes are
-kept in a bounded LRU.
+kept in one bounded LRU; what is built for them (their graphs, their scratch segments) goes
+when they do.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from worker.index.store.build import (
     repo_index_dir,
 )
 from worker.index.store.commit_view import read_commit_tables, read_manifest
+from worker.index.store.scratch import ScratchSegments
 from worker.index.store.segment import Segment, UnknownFormat, release_mapped_pages
 from worker.index.views.text import CommitIndex
 
@@ -51,7 +53,7 @@ class IndexStore:
         self.cache_dir = cache_dir
         self.max_blob_bytes = max_blob_bytes
         self.lru_size = max(1, lru_size)
-        self.scratch_dir = scratch_dir
+        self.scratch = None if scratch_dir is None else ScratchSegments(scratch_dir)
         self._lru: OrderedDict[tuple[str, str], CommitIndex] = OrderedDict()
         self._lock = threading.Lock()
         self._key_locks: dict[tuple[str, str], threading.Lock] = {}
@@ -143,7 +145,7 @@ class IndexStore:
                 base,
                 max_blob_bytes=self.max_blob_bytes,
                 check_deadline=check_deadline,
-                scratch_dir=self.scratch_dir,
+                scratch=self.scratch,
             )
         if carried is not None:
             segments, tables, analysed = carried.segments, carried.tables, carried.analysed_blobs
@@ -154,7 +156,7 @@ class IndexStore:
                 [] if base is None else base.segments,
                 max_blob_bytes=self.max_blob_bytes,
                 check_deadline=check_deadline,
-                scratch_dir=self.scratch_dir,
+                scratch=self.scratch,
             )
         with self._lock:
             self.on_demand_builds += 1

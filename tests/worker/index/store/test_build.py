@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import os
@@ -417,6 +418,29 @@ def test_on_demand_in_scratch_dir(widgets: tuple[RepoFactory, str], tmp_path: Pa
     index = open_index(tmp_path / "empty-cache", factory.repo, commit, scratch_dir=scratch)
     assert any(scratch.rglob("postings.arrow"))
     assert take(index.ranked("pool_acquire"))[0].path == "src/db/pool.c"
+
+
+def test_scratch_segments_go_with_the_indexes_that_use_them(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path
+) -> None:
+    """An on-demand index's scratch segment is deleted once the LRU lets the index go, and
+    the store's directory once the store goes."""
+    factory = make_repo("many")
+    commits = [factory.commit({"a.txt": f"version {i} of alpha".encode()}) for i in range(2)]
+    scratch = tmp_path / "scratch"
+    store = IndexStore(tmp_path / "cache", lru_size=1, scratch_dir=scratch)
+    store.open(REPO_ID, factory.repo, commits[0], deadline=time.monotonic() + 60)
+    first = set(scratch.rglob("segment.json"))
+    assert first
+    index = store.open(REPO_ID, factory.repo, commits[1], deadline=time.monotonic() + 60)
+    gc.collect()
+    kept = set(scratch.rglob("segment.json"))
+    assert kept
+    assert not kept & first
+    assert take(index.ranked("version alpha"))[0].path == "a.txt"
+    del store, index
+    gc.collect()
+    assert list(scratch.iterdir()) == []
 
 
 def test_unknown_format_version_rebuilds(widgets: tuple[RepoFactory, str], tmp_path: Path) -> None:
