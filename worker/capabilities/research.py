@@ -16,7 +16,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 import pygit2
 
@@ -81,14 +81,31 @@ class ResearchChecks:
         return self.query.weights
 
 
-class RepoRegistry(Protocol):
+StateT = TypeVar("StateT")
+StateT_co = TypeVar("StateT_co", covariant=True)
+
+
+class RepoRegistry(Protocol[StateT_co]):
     """What the scope of a request is decided against: the catalog, or the mock's registry."""
 
     def lookup(self, ref: str, *, field: str = "repo") -> RepoEntry: ...
 
     def servable(self) -> list[str]: ...
 
-    def state(self, name: str) -> object: ...
+    def state(self, name: str) -> StateT_co:
+        """The repository's mirror state; REPO_NOT_FOUND when it is not mirrored."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class InScope(Generic[StateT]):
+    """A repository in a request's scope, each fact about it looked up once."""
+
+    name: str
+    revision: str | None
+    """What the request pins it to (None: the mirrored head)."""
+    state: StateT
+    """Its mirror state, as the scope was decided against it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,8 +193,8 @@ class ResearchService:
         """Resolve, check and search; raises a RepoReaderFailure for any refusal."""
         plan = self._plan(request, deadline)
         repos = [
-            self.catalog.resolve(name, self._revision_for(request, name))
-            for name in self.scope(request, plan.limits)
+            self.catalog.resolve(s.name, s.revision, state=s.state)
+            for s in research_scope(self.catalog, request, plan.limits)
         ]
         reads = {r.name: _RepoReads(r, self.license_cache) for r in repos}
         roots = {name: r.root_license() for name, r in reads.items()}
@@ -225,13 +242,6 @@ class ResearchService:
     def limits(self, request: RepoReaderRequest) -> ResearchLimits:
         """The limits in force, or LimitExceeded naming the first one above its ceiling."""
         return research_limits(request, self.config)
-
-    def scope(self, request: RepoReaderRequest, limits: ResearchLimits) -> list[str]:
-        """The repository names in scope: allowlist (or everything mirrored) minus denylist."""
-        return research_scope(self.catalog, request, limits)
-
-    def _revision_for(self, request: RepoReaderRequest, name: str) -> str | None:
-        return revision_for(self.catalog, request, name)
 
     def _candidates(
         self, reads: _RepoReads, ranked: Iterator[SearchHit], plan: _Plan
@@ -397,9 +407,13 @@ def research_limits(request: RepoReaderRequest, config: Config) -> ResearchLimit
 
 
 def research_scope(
-    registry: RepoRegistry, request: RepoReaderRequest, limits: ResearchLimits
-) -> list[str]:
-    """The repository names in scope: allowlist (or everything mirrored) minus denylist."""
+    registry: RepoRegistry[StateT], request: RepoReaderRequest, limits: ResearchLimits
+) -> list[InScope[StateT]]:
+    """The repositories in scope, by name: allowlist (or everything mirrored) minus denylist,
+    each with the revision the request pins it to and its mirror state.
+
+    Where two of `repo_constraints.revisions` name one repository, the first one counts.
+    """
     constraints = request.repo_constraints
     if constraints.allowlist is not None:
         names = []
@@ -428,23 +442,17 @@ def research_scope(
             repos_in_scope=len(scope),
             max_repos=limits.max_repos,
         )
-    for name in scope:
-        registry.state(name)  # every repository in scope must be mirrored
-    for ref in constraints.revisions:
-        if registry.lookup(ref, field=f"repo_constraints.revisions.{ref}").name not in scope:
+    states = {name: registry.state(name) for name in scope}  # each must be mirrored
+    pinned: dict[str, str] = {}
+    for ref, revision in constraints.revisions.items():
+        name = registry.lookup(ref, field=f"repo_constraints.revisions.{ref}").name
+        if name not in states:
             raise InvalidRequest(
                 f"repo_constraints.revisions names {ref!r}, which is not in scope",
                 field=f"repo_constraints.revisions.{ref}",
             )
-    return scope
-
-
-def revision_for(registry: RepoRegistry, request: RepoReaderRequest, name: str) -> str | None:
-    """The revision the request pins repository `name` to, if any."""
-    for ref, revision in request.repo_constraints.revisions.items():
-        if registry.lookup(ref).name == name:
-            return revision
-    return None
+        pinned.setdefault(name, revision)
+    return [InScope(name, pinned.get(name), states[name]) for name in scope]
 
 
 def omit_unlicensed(

@@ -142,10 +142,12 @@ class RepoCatalog:
             handles[name] = repo
         return repo
 
-    def resolve(self, name: str, revision: str | None = None) -> ResolvedRepo:
+    def resolve(
+        self, name: str, revision: str | None = None, *, state: MirrorState | None = None
+    ) -> ResolvedRepo:
         """Pin `name` to a commit: `revision` (sha, tag or branch), else (or for `HEAD`) the
-        mirrored default branch head."""
-        state = self.state(name)
+        mirrored default branch head; `state`, when given, is its mirror state read already."""
+        state = self.state(name) if state is None else state
         repo = self.open(name)
         licenses = self.identified_licenses(name, state)
         if revision is None or revision == "HEAD":

@@ -23,7 +23,6 @@ from worker.capabilities.research import (
     line_weight,
     omit_unlicensed,
     research_scope,
-    revision_for,
 )
 from worker.capabilities.tooling import check_root_license
 from worker.config import ToolLimits
@@ -38,7 +37,6 @@ __all__ = [
     "line_weight",
     "omit_unlicensed",
     "research_scope",
-    "revision_for",
 ]
 
 

@@ -436,10 +436,9 @@ class MockRepoReader:
 
         checked = checks.check_research(request, self.config)
         registry = self._registry
-        scope = checks.research_scope(registry, request, checked.limits)
         pins = {
-            name: registry.resolve(name, checks.revision_for(registry, request, name))
-            for name in scope
+            s.name: registry.resolve(s.name, s.revision)
+            for s in checks.research_scope(registry, request, checked.limits)
         }
         required = request.license_constraints.require_license
         omitted = checks.omit_unlicensed(

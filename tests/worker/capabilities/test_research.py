@@ -361,6 +361,8 @@ def test_revisions_pin_commits(cache: MirroredCache, tmp_path: Path) -> None:
         .commit
         == new
     )
+    two = {"acme/pinned": "v1", "pinned": "main"}  # two names of one repository
+    assert ask(service, "router", repo_constraints={"revisions": two}).resolved[0].commit == old
     with pytest.raises(RevisionNotFound):
         ask(service, "router", repo_constraints={"revisions": {"acme/pinned": "no-such-branch"}})
 
