@@ -380,7 +380,6 @@ class Segment:
         self.blob_reference_count = column(tables.blobs, "reference_count")
         self._symbol = tables.chunks.column("symbol")
         self._kind = tables.chunks.column("kind")
-        self._language = tables.blobs.column("language")
         self._oid = tables.blobs.column("oid")
 
     @property
@@ -450,7 +449,3 @@ class Segment:
     def kind(self, chunk: int) -> str:
         """The chunk's kind: a tree-sitter node type, `module` or `text`."""
         return self._kind[chunk].as_py()  # type: ignore[no-any-return]
-
-    def language(self, blob: int) -> str | None:
-        """The language the blob was analysed as."""
-        return self._language[blob].as_py()  # type: ignore[no-any-return]

@@ -32,6 +32,7 @@ from worker.index.views.ranking import (
     Signals,
     analyse_query,
 )
+from worker.languages import language_of
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -286,14 +287,15 @@ class CommitIndex:
     def _hit(self, path_row: int, chunk: int, score: float, signals: int) -> SearchHit:
         seg = self._at.segments[int(self._at.paths.segment[path_row])]
         blob = int(self._at.paths.blob[path_row])
+        path = self._at.paths.path(path_row)
         return SearchHit(
-            path=self._at.paths.path(path_row),
+            path=path,
             blob=seg.oid(blob),
             start_line=int(seg.chunk_start_line[chunk]),
             end_line=int(seg.chunk_end_line[chunk]),
             score=score,
             symbol=seg.symbol(chunk),
-            language=seg.language(blob),
+            language=language_of(path),
             signals=Signals(signals),
         )
 

@@ -443,6 +443,18 @@ def test_scratch_segments_go_with_the_indexes_that_use_them(
     assert list(scratch.iterdir()) == []
 
 
+def test_a_hit_names_the_language_of_its_own_path(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path
+) -> None:
+    """One blob at a .py and a .txt path is a python hit at one and a text hit at the other."""
+    factory = make_repo("twins")
+    body = b"def rotate_csrf_token(session):\n    return session.rotate()\n"
+    commit = factory.commit({"a.py": body, "b.txt": body})
+    index = open_index(tmp_path / "cache", factory.repo, commit)
+    languages = {hit.path: hit.language for hit in take(index.ranked("rotate csrf token"))}
+    assert languages == {"a.py": "python", "b.txt": "text"}
+
+
 def test_unknown_format_version_rebuilds(widgets: tuple[RepoFactory, str], tmp_path: Path) -> None:
     """An index whose format version is unknown is not read: the worker rebuilds on demand."""
     factory, commit = widgets
