@@ -86,9 +86,15 @@ class AnswerReader(Generic[ResponseT]):
         """Read one message; True once the answer is complete.
 
         An error message raises the failure it carries (`failure_from_error`); a batch out
-        of order raises InternalError.
+        of order, or a message this client cannot decode, raises InternalError.
         """
-        response = self._decoder.decode(data)
+        try:
+            response = self._decoder.decode(data)
+        except msgspec.DecodeError as exc:
+            # A value this client's types do not allow (a newer server's), or bad bytes.
+            raise InternalError(
+                f"the answer could not be read: {exc}", request_id=self._request_id
+            ) from None
         if response.errors:
             error = response.errors[0]
             raise failure_from_error(error.code, error.message, dict(error.details))

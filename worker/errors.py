@@ -44,6 +44,11 @@ class RepoReaderFailure(Exception):
         self.message = message
         self.details: dict[str, Any] = details
 
+    @property
+    def wire_code(self) -> str:
+        """The code on the wire: the class's, or what a newer server sent (UnknownFailure)."""
+        return str(self.code)
+
 
 class InvalidRequest(RepoReaderFailure):
     """The request is malformed: unknown field, wrong type, bad value."""
@@ -180,7 +185,12 @@ class UnknownFailure(RepoReaderFailure):
 
     def __init__(self, wire_code: str, message: str, **details: Any) -> None:
         super().__init__(message, **details)
-        self.wire_code = wire_code
+        self._wire_code = wire_code
+
+    @property
+    def wire_code(self) -> str:
+        """The code the server sent."""
+        return self._wire_code
 
 
 def failure_from_error(code: str, message: str, details: dict[str, Any]) -> RepoReaderFailure:

@@ -7,8 +7,9 @@ import pytest
 
 from contracts import CONTENT_TYPE_JSON, CONTENT_TYPE_MSGPACK, RepoReaderRequest, RepoReaderResponse
 from contracts.errors import ErrorReply, RepoReaderError
+from contracts.graph import GraphTraverseResponse
 from worker.calls import AnswerReader, encode_request, request_headers
-from worker.errors import InternalError, LimitExceeded
+from worker.errors import InternalError, LimitExceeded, failure_from_error
 
 
 def test_requests_are_encoded_as_asked() -> None:
@@ -49,3 +50,21 @@ def test_a_batch_out_of_order_is_internal() -> None:
     reader = AnswerReader(RepoReaderResponse, json=False, request_id="r1")
     with pytest.raises(InternalError):
         reader.take(msgspec.msgpack.encode(RepoReaderResponse(request_id="r1", batch=1)))
+
+
+def test_an_answer_this_client_cannot_read_is_internal() -> None:
+    """A value the client's types do not allow (a newer server's) is InternalError, not a
+    decoding exception the caller cannot tell from its own mistakes."""
+    reader = AnswerReader(GraphTraverseResponse, json=True, request_id="r1")
+    newer = {
+        "request_id": "r1",
+        "edges": [{"source": "a.py", "target": "b.py", "relation": "reference"}],
+    }
+    with pytest.raises(InternalError, match="could not be read"):
+        reader.take(msgspec.json.encode(newer))
+
+
+def test_every_failure_names_its_code_on_the_wire() -> None:
+    """A known code's failure and a newer server's both give back the code that was sent."""
+    for code in ("LIMIT_EXCEEDED", "INTERNAL", "QUOTA_EXHAUSTED"):
+        assert failure_from_error(code, "m", {}).wire_code == code

@@ -213,9 +213,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.INVALID_ARGUMENTS
     except RepoReaderFailure as exc:
         if getattr(args, "json", False):
-            error = {"code": str(exc.code), "message": exc.message, "details": exc.details}
+            error = {"code": exc.wire_code, "message": exc.message, "details": exc.details}
             print(json.dumps({"error": error}, default=str))
-        print(f"repo-reader: {exc.code}: {exc.message}", file=sys.stderr)
+        print(f"repo-reader: {exc.wire_code}: {exc.message}", file=sys.stderr)
         if exc.details:
             print(
                 f"  details: {json.dumps(exc.details, sort_keys=True, default=str)}",

@@ -165,7 +165,7 @@ class Gateway:
         try:
             batches = await self.client.call(method.subject, request, method.response_type)
         except RepoReaderFailure as failure:
-            code = str(failure.code)
+            code = failure.wire_code
             data = {"code": code, "details": failure.details}
             if isinstance(failure, (NoResponders, NoAnswer)):
                 # No worker answered at all: the service, not the call, is unavailable.

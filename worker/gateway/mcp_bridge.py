@@ -217,7 +217,7 @@ class Bridge:
             client = await self.client()
             batches = await client.call(tool.subject, request, tool.response_type)
         except RepoReaderFailure as failure:
-            return _error(str(failure.code), failure.message, failure.details)
+            return _error(failure.wire_code, failure.message, failure.details)
         answer = join_batches(batches, tool.items) if tool.items else batches[0]
         structured = answer_fields(answer)
         text = _provenance(structured) + "\n" + json.dumps(structured, ensure_ascii=False)
