@@ -1,4 +1,7 @@
-"""structlog set-up, done once at process start: JSON lines with UTC timestamps on stderr."""
+"""structlog set-up, done once at process start: JSON lines with UTC timestamps on stderr.
+
+A build worker process sets itself up as the process that started it did (`configured_level`).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,9 @@ import logging
 import sys
 
 import structlog
+
+_configured: list[str] = []
+"""The level this process's logging was set up with, once it was."""
 
 
 def configure_logging(level: str = "info") -> None:
@@ -26,3 +32,9 @@ def configure_logging(level: str = "info") -> None:
         logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=True,
     )
+    _configured[:] = [level]
+
+
+def configured_level() -> str | None:
+    """The level `configure_logging` set this process up with; None if it never ran."""
+    return _configured[0] if _configured else None

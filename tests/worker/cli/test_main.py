@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.support.cache import MirroredCache, SourceFactory
+from tests.support.gitrepos import MIT_LICENSE, Content
 from tests.support.workers import PROJECT_ROOT, WorkerProcess
 from worker.service.embedded_nats import EmbeddedNats
 from worker.version import product_version
@@ -110,6 +111,28 @@ def test_a_sync_that_fails_before_its_build_ends_without_a_traceback(tmp_path: P
     assert broken.returncode == 4
     assert "sync failed: acme/b" in broken.stderr
     assert "Traceback" not in broken.stderr
+
+
+def test_build_workers_log_as_the_command_does(tmp_path: Path, make_source: SourceFactory) -> None:
+    """A sync's build workers write the command's JSON log lines, in UTC, to its stderr."""
+    # Enough bytes for two workers (a build of one run of STEAL_BYTES stays in-process).
+    files: dict[str, Content] = {
+        f"src/part_{k}.py": "".join(
+            f"def handler_{k}_{i}(request):\n    return request.value + {i}\n"
+            for i in range(14_000)
+        )
+        for k in range(12)
+    }
+    source, _ = make_source("large", {**files, "LICENSE": MIT_LICENSE})
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "repo-reader.toml").write_text("[mirror]\nindex_workers = 2\n")
+    added = run("--cache", str(cache), "mirror", "add", "acme/large", "--url", str(source))
+    assert added.returncode == 0, added.stderr
+    events = [json.loads(line) for line in added.stderr.splitlines() if line.startswith("{")]
+    analysed = [e for e in events if e["event"] == "search.index.worker"]
+    assert analysed
+    assert all(e["timestamp"].endswith("Z") for e in analysed)
 
 
 def test_argument_mistakes_are_exit_2_with_a_hint(tmp_path: Path) -> None:

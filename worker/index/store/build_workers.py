@@ -33,6 +33,7 @@ import structlog
 from worker.index.analysis.grammars import PARSED_LANGUAGES, grammar_of
 from worker.index.analysis.segment_builder import BlobSource, SegmentBuilder
 from worker.languages import EXTENSIONS
+from worker.logs import configure_logging, configured_level
 from worker.repos.layout import read_mirrored_objects_unhashed
 
 log = structlog.get_logger(__name__)
@@ -130,15 +131,17 @@ def next_item() -> Synchronized[int]:
     return _shared["next"]
 
 
-def _start_worker(counter: Synchronized[int], gate: Barrier) -> None:
-    """Pool initializer: the index of the next blob no worker has taken and the pool's start
-    barrier; blobs read without hashing them again; warmed up; what the fork server made left
-    out of garbage collection.
+def _start_worker(counter: Synchronized[int], gate: Barrier, log_level: str | None) -> None:
+    """Pool initializer: logging set up as in the process that started the pool (when it
+    was); the index of the next blob no worker has taken and the pool's start barrier; blobs
+    read without hashing them again; warmed up; what the fork server made left out of
+    garbage collection.
 
     A full collection walks every object the worker inherited (numpy, Arrow, the grammars)
-    and writes to each, so the worker copies their pages: 30 to 55 ms of a one-second build,
-    in the first list the worker made. Frozen, they are never walked.
+    and writes to each, so the worker would copy their pages. Frozen, they are never walked.
     """
+    if log_level is not None:
+        configure_logging(log_level)
     _exit_with_parent()
     read_mirrored_objects_unhashed()
     _shared["next"] = counter
@@ -172,7 +175,10 @@ def _new_pool(size: int, *, start_now: bool) -> BuildPool:
     counter = context.Value("q", 0)
     gate = context.Barrier(size)
     executor = ProcessPoolExecutor(
-        size, mp_context=context, initializer=_start_worker, initargs=(counter, gate)
+        size,
+        mp_context=context,
+        initializer=_start_worker,
+        initargs=(counter, gate, configured_level()),
     )
     started: tuple[Future[int], ...] = ()
     if start_now:
