@@ -480,7 +480,7 @@ class Mirror:
         entity graph the index gives (resolving again only what may differ from the graph of
         `previous_commit`, when it is stored)."""
         from worker.index import IndexStore, build_commit_index
-        from worker.index.store.graph_tables import read_carried, write_graph
+        from worker.index.store.graph_tables import graph_stored, read_carried, write_graph
         from worker.index.views.graph.build import build_graph
 
         workers = self._index_workers()
@@ -496,6 +496,10 @@ class Mirror:
             workers=workers,
         )
         indexed = time.monotonic()
+        if graph_stored(commit_dir):
+            # Built for this commit already (a sync with no new commit, a rebuild): a build
+            # is deterministic, so it would only write the same bytes over those read now.
+            return _IndexTimings(seconds=indexed - started, workers=workers, graph_seconds=0.0)
         index = IndexStore(self.layout.root).open(
             entry.name, repo, commit, deadline=time.monotonic() + 3600
         )

@@ -107,6 +107,21 @@ def test_a_new_head_carries_the_graph_of_the_last(tmp_path: Path) -> None:
         assert np.array_equal(getattr(stored.edges, column), getattr(whole.edges, column))
 
 
+def test_a_sync_without_a_new_commit_leaves_the_stored_graph_alone(tmp_path: Path) -> None:
+    """The head's graph is built once: a later sync with nothing new neither builds it again
+    nor writes over the files workers read."""
+    source_repo(tmp_path / "src")
+    mirror, first = synced_mirror(tmp_path)
+    commit_dir = tmp_path / "cache" / "index" / "acme" / "tool" / "commits" / first.head
+    before = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in commit_dir.iterdir()}
+    with capture_logs() as logs:
+        (again,) = mirror.sync()
+    assert again.head == first.head
+    assert not [e for e in logs if e["event"] == "mirror.graph_built"]
+    after = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in commit_dir.iterdir()}
+    assert after == before
+
+
 @pytest.fixture
 def git_daemon(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     """`git daemon` serving the repositories under a directory: (directory, base URL)."""

@@ -103,6 +103,15 @@ def write_graph(commit_dir: Path, graph: CommitGraph, state: ResolutionState | N
     os.replace(tmp, commit_dir / "graph.json")
 
 
+def graph_stored(commit_dir: Path) -> bool:
+    """Whether a commit's graph and its state are stored, both of this format."""
+    try:
+        meta = json.loads((commit_dir / "graph.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return bool(meta.get("format_version") == FORMAT_VERSION and meta.get("state") == STATE_VERSION)
+
+
 def read_graph(commit_dir: Path) -> CommitGraph | None:
     """The stored graph of a commit, or None when there is none of this format."""
     try:
