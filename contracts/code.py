@@ -102,10 +102,13 @@ class CodeSearchResponse(ResponseEnvelope, frozen=True, kw_only=True):
     total_count: int = 0
     """Matching lines found in the files scanned (a lower bound unless `exhaustive`)."""
     candidate_files: int = 0
-    """Files the index could not rule out (after path, language and extension filters)."""
+    """Files the index could not rule out (after path, language and extension filters). Only
+    text files up to the server's `max_blob_bytes` are indexed, so only they are searched:
+    larger and binary files never match."""
     files_scanned: int = 0
     exhaustive: bool = True
-    """Every candidate file was scanned (ranking stops early once no other file can rank higher)."""
+    """Every candidate file was scanned (ranking stops early once no other file can rank
+    higher); it says nothing of the files too large or binary to be indexed."""
     truncated: bool = False
     """There are more matching lines than the hits returned."""
     index: str = ""
