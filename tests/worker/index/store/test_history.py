@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from unittest.mock import patch
 
+import pyarrow as pa
 import pygit2
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from tests.support.gitrepos import commit, init_repo
 from tests.worker.index.conftest import RepoFactory
 from worker.index.store import history
 from worker.index.store.history import current_generation, read_records, write_history
+from worker.index.store.segment import column, read_table
 
 
 def test_records_changed_files_newest_first(
@@ -84,3 +91,64 @@ def test_no_branches_records_nothing(tmp_path: Path) -> None:
     """An empty repository gives an empty history."""
     repo = pygit2.init_repository(str(tmp_path / "empty.git"), bare=True)
     assert write_history(tmp_path / "index", repo, max_commits=10) == (0, 0)
+
+
+def _says(generation: Path) -> tuple[list[history.CommitRecord], dict[str, list[int]], list[int]]:
+    """What a generation says, however it numbers its paths: its records, each term's
+    (row, term count) postings, flattened, and each commit's number of terms."""
+    terms = read_table(generation / "terms.arrow")
+    postings = read_table(generation / "postings.arrow")
+    rows, tf = column(postings, "commit").tolist(), column(postings, "tf").tolist()
+    by_term = {
+        term: [x for at in range(start, start + count) for x in (rows[at], tf[at])]
+        for term, start, count in zip(
+            terms.column("term").to_pylist(),
+            column(terms, "start").tolist(),
+            column(terms, "count").tolist(),
+            strict=True,
+        )
+    }
+    lengths = column(read_table(generation / "commits.arrow"), "length").tolist()
+    return read_records(generation), by_term, lengths
+
+
+WORDS = ["parser", "cache", "router", "config", "token", "index", "merge", "graph"]
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    steps=st.lists(st.tuples(st.integers(1, 4), st.booleans()), min_size=1, max_size=4),
+    cap=st.integers(2, 10),
+)
+def test_a_history_extended_sync_by_sync_says_what_one_rebuilt_each_time_does(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[int, bool]], cap: int
+) -> None:
+    """Recording new commits over the last generation's tables (branches too, past the cap)
+    gives the records, postings and lengths that analysing every recorded commit again does."""
+    root = tmp_path_factory.mktemp("history")
+    repo = init_repo(root / "src")
+    extended, rebuilt = root / "extended", root / "rebuilt"
+
+    def rebuild(
+        fresh: list[history.CommitRecord], _old: object, max_commits: int
+    ) -> dict[str, pa.Table]:
+        last = current_generation(rebuilt)
+        assert last is not None
+        return history._tables([*fresh, *read_records(last)][:max_commits])
+
+    made = 0
+    for new, branch in steps:
+        for _ in range(new):
+            words = " ".join(WORDS[(made + k) % len(WORDS)] for k in range(made % 4 + 1))
+            commit(repo, {f"f{made % 5}.py": f"x = {made}\n"}, message=f"fix {words} {made}")
+            made += 1
+        if branch:
+            commit(repo, {"side.py": f"y = {made}\n"}, message=f"side {made}", branch=f"b{made}")
+            made += 1
+        write_history(extended, repo, max_commits=cap)
+        with patch.object(history, "_extended", rebuild):
+            write_history(rebuilt, repo, max_commits=cap)
+        one, other = current_generation(extended), current_generation(rebuilt)
+        assert one is not None
+        assert other is not None
+        assert _says(one) == _says(other)
