@@ -8,7 +8,7 @@ pinned commit's ancestry is found by walking the stored parents, never the objec
 
 Layout under the repository's index directory::
 
-    history/CURRENT                    the name of the generation to read
+    history/CURRENT                    the name of the generation to read (`v<format>-…`)
     history/<generation>/commits.arrow oid, time, message, parents and touches (row ranges)
     history/<generation>/parents.arrow parent rows (-1: not recorded)
     history/<generation>/touches.arrow path ids of changed files
@@ -39,6 +39,8 @@ from worker.repos.tree_paths import entry_name
 
 HISTORY_DIR: Final = "history"
 CURRENT: Final = "CURRENT"
+HISTORY_FORMAT: Final = 1
+"""The tables' layout; a generation names it (`v1-…`), and one of another is never read."""
 MAX_MESSAGE_CHARS: Final = 4000
 MAX_TOUCHES: Final = 100
 """A commit changing more files than this (a reformat, a vendored update) says nothing about
@@ -333,18 +335,20 @@ def _generation_name(oids: pa.Array | pa.ChunkedArray) -> str:
     digest = hashlib.sha1(usedforsecurity=False)
     for oid in oids.to_pylist():
         digest.update(oid)
-    return digest.hexdigest()[:16]
+    return f"v{HISTORY_FORMAT}-{digest.hexdigest()[:16]}"
 
 
 def current_generation(index_dir: Path) -> Path | None:
-    """The history generation the mirror published last, if any."""
+    """The history generation the mirror published last, if any of this format (a mirror
+    then records the history again, whole)."""
     pointer = index_dir / HISTORY_DIR / CURRENT
     try:
         name = pointer.read_text().strip()
     except OSError:
         return None
     found = index_dir / HISTORY_DIR / name
-    return found if name and found.is_dir() else None
+    ours = name.startswith(f"v{HISTORY_FORMAT}-")
+    return found if ours and found.is_dir() else None
 
 
 def read_records(generation: Path) -> list[CommitRecord]:

@@ -152,3 +152,24 @@ def test_a_history_extended_sync_by_sync_says_what_one_rebuilt_each_time_does(
         assert one is not None
         assert other is not None
         assert _says(one) == _says(other)
+
+
+def test_a_generation_of_another_format_is_recorded_again_whole(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path
+) -> None:
+    """A history in a layout this code does not read is not read: the next sync records every
+    commit again, under a name of this format."""
+    factory = make_repo("r")
+    factory.commit({"a.py": b"1"}, "one")
+    factory.commit({"a.py": b"2"}, "two")
+    assert write_history(tmp_path, factory.repo, max_commits=100) == (2, 2)
+    generation = current_generation(tmp_path)
+    assert generation is not None
+    older = generation.with_name("v0-" + generation.name.split("-", 1)[1])
+    generation.rename(older)
+    (tmp_path / history.HISTORY_DIR / history.CURRENT).write_text(older.name)
+    assert current_generation(tmp_path) is None
+    assert write_history(tmp_path, factory.repo, max_commits=100) == (2, 2)
+    again = current_generation(tmp_path)
+    assert again is not None
+    assert [r.message for r in read_records(again)] == ["two", "one"]
