@@ -1,4 +1,5 @@
-"""structlog set-up, done once at process start: JSON lines with UTC timestamps on stderr.
+"""structlog set-up, done once at process start: on stderr, UTC timestamps, readable lines
+on a terminal and JSON lines otherwise.
 
 A build worker process sets itself up as the process that started it did (`configured_level`).
 """

@@ -220,9 +220,12 @@ class GraphStore:
                 with self._lock:
                     found = self._graphs.get(index)
                 if found is None:
-                    found = self._stored(pinned) or self._build(pinned, index, deadline)
-                    with self._lock:
-                        self.builds += 1
-                        self._graphs[index] = found
-                        self._building.pop(key, None)
+                    try:
+                        found = self._stored(pinned) or self._build(pinned, index, deadline)
+                        with self._lock:
+                            self.builds += 1
+                            self._graphs[index] = found
+                    finally:  # a build that failed leaves no lock behind either
+                        with self._lock:
+                            self._building.pop(key, None)
         return PinnedGraph(pinned, found[0], index, found[1], self.texts)

@@ -90,15 +90,18 @@ class IndexStore:
                 if found is not None:
                     self._lru.move_to_end(key)
                     return found
-            index = self._open_stored(repo_id, commit) or self._build(
-                repo_id, repo, commit, deadline
-            )
-            with self._lock:
-                self._lru[key] = index
-                self._lru.move_to_end(key)
-                while len(self._lru) > self.lru_size:
-                    self._lru.popitem(last=False)
-                self._key_locks.pop(key, None)
+            try:
+                index = self._open_stored(repo_id, commit) or self._build(
+                    repo_id, repo, commit, deadline
+                )
+                with self._lock:
+                    self._lru[key] = index
+                    self._lru.move_to_end(key)
+                    while len(self._lru) > self.lru_size:
+                        self._lru.popitem(last=False)
+            finally:  # a build that timed out leaves no lock behind either
+                with self._lock:
+                    self._key_locks.pop(key, None)
             return index
 
     def stored(self, repo_id: str, commit: str) -> bool:
