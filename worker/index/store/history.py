@@ -268,21 +268,17 @@ def _extended(
         }
     ).cast(new_commits.schema)
     table = pa.concat_tables([new_commits, old_commits]).combine_chunks()
+    touches = np.concatenate([rows.touches, column(old["touches"], "path")[:touch_end]])
+    # Only the paths a kept commit touched stay: those of commits past the cap go with them.
+    used, touches = np.unique(touches.astype(np.int64), return_inverse=True)
+    paths = pa.array(list(path_ids), pa.string()).take(pa.array(used))
     return {
         "commits": table,
         "parents": pa.table(
             {"row": pa.array(np.concatenate([rows.parents, moved]).astype(np.int32))}
         ),
-        "touches": pa.table(
-            {
-                "path": pa.array(
-                    np.concatenate(
-                        [rows.touches, column(old["touches"], "path")[:touch_end]]
-                    ).astype(np.int32)
-                )
-            }
-        ),
-        "paths": pa.table({"path": pa.array(list(path_ids), pa.string())}),
+        "touches": pa.table({"path": pa.array(touches.astype(np.int32))}),
+        "paths": pa.table({"path": paths}),
         **_merged_terms(rows.postings, old["terms"], old["postings"], n_new, keep),
     }
 

@@ -93,9 +93,12 @@ def test_no_branches_records_nothing(tmp_path: Path) -> None:
     assert write_history(tmp_path / "index", repo, max_commits=10) == (0, 0)
 
 
-def _says(generation: Path) -> tuple[list[history.CommitRecord], dict[str, list[int]], list[int]]:
+def _says(
+    generation: Path,
+) -> tuple[list[history.CommitRecord], dict[str, list[int]], list[int], list[str]]:
     """What a generation says, however it numbers its paths: its records, each term's
-    (row, term count) postings, flattened, and each commit's number of terms."""
+    (row, term count) postings, flattened, each commit's number of terms, and the paths it
+    keeps."""
     terms = read_table(generation / "terms.arrow")
     postings = read_table(generation / "postings.arrow")
     rows, tf = column(postings, "commit").tolist(), column(postings, "tf").tolist()
@@ -109,7 +112,8 @@ def _says(generation: Path) -> tuple[list[history.CommitRecord], dict[str, list[
         )
     }
     lengths = column(read_table(generation / "commits.arrow"), "length").tolist()
-    return read_records(generation), by_term, lengths
+    paths = sorted(read_table(generation / "paths.arrow").column("path").to_pylist())
+    return read_records(generation), by_term, lengths, paths
 
 
 WORDS = ["parser", "cache", "router", "config", "token", "index", "merge", "graph"]
@@ -124,7 +128,8 @@ def test_a_history_extended_sync_by_sync_says_what_one_rebuilt_each_time_does(
     tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[int, bool]], cap: int
 ) -> None:
     """Recording new commits over the last generation's tables (branches too, past the cap)
-    gives the records, postings and lengths that analysing every recorded commit again does."""
+    gives the records, postings, lengths and paths that analysing every recorded commit again
+    does."""
     root = tmp_path_factory.mktemp("history")
     repo = init_repo(root / "src")
     extended, rebuilt = root / "extended", root / "rebuilt"
