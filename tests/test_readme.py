@@ -49,35 +49,29 @@ def test_each_readme_command_parses(command: str) -> None:
     build_parser().parse_args(shlex.split(command))
 
 
-def readme_mock_example() -> str:
-    """The Python example of the README's mock section."""
-    section = README.read_text().split("## A mock Repo Reader for your tests", 1)[1]
+def readme_example(heading: str, language: str) -> str:
+    """The one `language` code block of the README section under `## heading`."""
+    section = README.read_text().split(f"## {heading}\n", 1)[1]
     section = section.split("\n## ", 1)[0]
-    (block,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    (block,) = re.findall(rf"```{language}\n(.*?)```", section, re.S)
     return block
 
 
 def test_the_mock_example_runs() -> None:
     """The mock's README example runs as written: an answer, a ceiling refused, a rate limit."""
     namespace: dict[str, object] = {"__name__": "readme_example"}
-    exec(compile(readme_mock_example(), "README.md", "exec"), namespace)
+    example = readme_example("A mock Repo Reader for your tests", "python")
+    exec(compile(example, "README.md", "exec"), namespace)
     reader = namespace["reader"]
     assert isinstance(reader, MockRepoReader)
     codes = [call.error.code if call.error else None for call in reader.calls]
     assert codes == [None, "LIMIT_EXCEEDED", "RATE_LIMITED"]
 
 
-def readme_config_example() -> str:
-    """The TOML example of the README's configuration section."""
-    section = README.read_text().split("## Configuration: `repo-reader.toml`", 1)[1]
-    section = section.split("\n## ", 1)[0]
-    (block,) = re.findall(r"```toml\n(.*?)```", section, re.S)
-    return block
-
-
 def test_the_config_example_loads_as_written() -> None:
     """The README's configuration example is a valid config: every key spelled as read."""
-    config = parse_config(readme_config_example(), source="README.md")
+    example = readme_example("Configuration: `repo-reader.toml`", "toml")
+    config = parse_config(example, source="README.md")
     assert config.repo("pallets/flask") is not None
 
 

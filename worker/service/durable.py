@@ -203,10 +203,10 @@ class DurableRequests:
             self._slots.release()
 
     async def _refuse(self, message: Msg, reply_to: str | None, why: str) -> None:
-        headers = message.headers or {}
         log.info("durable.refused", subject=message.subject, reason=why)
         if reply_to:
-            await self._send_error(reply_to, headers, InvalidRequest(why, subject=message.subject))
+            refusal = InvalidRequest(why, subject=message.subject)
+            await self._send_error(reply_to, message.headers or {}, refusal)
         await message.term()
 
     async def _gave_up(self, advisory: Msg) -> None:

@@ -103,22 +103,25 @@ def write_graph(commit_dir: Path, graph: CommitGraph, state: ResolutionState | N
     os.replace(tmp, commit_dir / "graph.json")
 
 
+def _stored_meta(commit_dir: Path) -> dict[str, Any] | None:
+    """The `graph.json` of a commit's stored graph of this format, or None."""
+    try:
+        meta: dict[str, Any] = json.loads((commit_dir / "graph.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return meta if meta.get("format_version") == FORMAT_VERSION else None
+
+
 def graph_stored(commit_dir: Path) -> bool:
     """Whether a commit's graph and its state are stored, both of this format."""
-    try:
-        meta = json.loads((commit_dir / "graph.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return bool(meta.get("format_version") == FORMAT_VERSION and meta.get("state") == STATE_VERSION)
+    meta = _stored_meta(commit_dir)
+    return meta is not None and meta.get("state") == STATE_VERSION
 
 
 def read_graph(commit_dir: Path) -> CommitGraph | None:
     """The stored graph of a commit, or None when there is none of this format."""
-    try:
-        meta = json.loads((commit_dir / "graph.json").read_text())
-    except (OSError, ValueError):
-        return None
-    if meta.get("format_version") != FORMAT_VERSION:
+    meta = _stored_meta(commit_dir)
+    if meta is None:
         return None
     nodes = read_table(commit_dir / "graph_nodes.arrow", whole=True)
     edges = read_table(commit_dir / "graph_edges.arrow", whole=True)
@@ -176,11 +179,7 @@ def _state_tables(state: ResolutionState) -> list[pa.Table]:
 
 def read_graph_state(commit_dir: Path) -> ResolutionState | None:
     """The state resolving a commit's stored graph left, or None when none was stored."""
-    try:
-        meta = json.loads((commit_dir / "graph.json").read_text())
-    except (OSError, ValueError):
-        return None
-    if meta.get("format_version") != FORMAT_VERSION or meta.get("state") != STATE_VERSION:
+    if not graph_stored(commit_dir):
         return None
     try:
         files, reads, imports, bases = (

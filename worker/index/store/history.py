@@ -248,8 +248,8 @@ def _extended(
     touch_end = int(column(kept, "touch_end")[-1]) if keep else 0
     old_parents = column(old["parents"], "row")[:parent_end].astype(np.int64)
     # A kept commit's parent moves down with it; one past the cap is no longer recorded.
-    moved = np.where((old_parents >= 0) & (old_parents < keep), old_parents + n_new, -1)
-    new_commits = _commits_table(
+    kept_parents = np.where((old_parents >= 0) & (old_parents < keep), old_parents + n_new, -1)
+    fresh_commits = _commits_table(
         fresh, rows, np.asarray(rows.parent_start), np.asarray(rows.touch_start)
     )
     moved_down = {
@@ -264,10 +264,10 @@ def _extended(
     old_commits = pa.table(
         {
             name: moved_down.get(name, kept.column(name).combine_chunks())
-            for name in new_commits.column_names
+            for name in fresh_commits.column_names
         }
-    ).cast(new_commits.schema)
-    table = pa.concat_tables([new_commits, old_commits]).combine_chunks()
+    ).cast(fresh_commits.schema)
+    table = pa.concat_tables([fresh_commits, old_commits]).combine_chunks()
     touches = np.concatenate([rows.touches, column(old["touches"], "path")[:touch_end]])
     # Only the paths a kept commit touched stay: those of commits past the cap go with them.
     used, touches = np.unique(touches.astype(np.int64), return_inverse=True)
@@ -275,7 +275,7 @@ def _extended(
     return {
         "commits": table,
         "parents": pa.table(
-            {"row": pa.array(np.concatenate([rows.parents, moved]).astype(np.int32))}
+            {"row": pa.array(np.concatenate([rows.parents, kept_parents]).astype(np.int32))}
         ),
         "touches": pa.table({"path": pa.array(touches.astype(np.int32))}),
         "paths": pa.table({"path": paths}),
