@@ -75,7 +75,7 @@ class SyncResult:
     index_workers: int
     """Processes the research index was built with."""
     graph_seconds: float = 0.0
-    """Building and publishing the head's entity graph, after its index."""
+    """Building the head's entity graph from its index (published with it)."""
     history_seconds: float = 0.0
     """Recording the commits not recorded before (messages, changed files)."""
     license: str | None = None
@@ -476,48 +476,43 @@ class Mirror:
         commit: str,
         previous_commit: str | None = None,
     ) -> _IndexTimings:
-        """Store the index of `commit`, every view of it (only changed blobs cost), then the
+        """Store the index of `commit`, every view of it (only changed blobs cost), with the
         entity graph the index gives (resolving again only what may differ from the graph of
-        `previous_commit`, when it is stored)."""
-        from worker.index import IndexStore, build_commit_index
-        from worker.index.store.graph_tables import graph_stored, read_carried, write_graph
-        from worker.index.views.graph.build import build_graph
+        `previous_commit`, when it is stored) published in the same rename."""
+        from worker.index import build_commit_index
+        from worker.index.store.build import repo_index_dir
+        from worker.index.store.graph_tables import GraphView
 
         workers = self._index_workers()
-        max_blob_bytes = self.config.server.max_blob_bytes
         self._report(entry.name, f"indexing {commit[:12]} ({workers} processes)")
         started = time.monotonic()
-        commit_dir = build_commit_index(
+        commits_dir = repo_index_dir(self.layout.root, entry.name) / "commits"
+        graph = GraphView(
+            commits_dir / previous_commit
+            if previous_commit is not None and previous_commit != commit
+            else None
+        )
+        build_commit_index(
             self.layout.root,
             entry.name,
             repo,
             commit,
-            max_blob_bytes=max_blob_bytes,
+            max_blob_bytes=self.config.server.max_blob_bytes,
             workers=workers,
+            derived=graph,
         )
-        indexed = time.monotonic()
-        if graph_stored(commit_dir):
-            # Built for this commit already (a sync with no new commit, a rebuild): a build
-            # is deterministic, so it would only write the same bytes over those read now.
-            return _IndexTimings(seconds=indexed - started, workers=workers, graph_seconds=0.0)
-        index = IndexStore(self.layout.root).open(
-            entry.name, repo, commit, deadline=time.monotonic() + 3600
-        )
-        previous = None
-        if previous_commit is not None and previous_commit != commit:
-            previous = read_carried(commit_dir.parent / previous_commit)
-        built = build_graph(index, previous)
-        write_graph(commit_dir, built.graph, built.state)
-        log.info(
-            "mirror.graph_built",
-            repo=entry.name,
-            commit=commit,
-            files=built.files,
-            resolved=built.resolved,
-            seconds=round(built.seconds, 3),
-        )
+        seconds = time.monotonic() - started
+        if graph.built is not None:
+            log.info(
+                "mirror.graph_built",
+                repo=entry.name,
+                commit=commit,
+                files=graph.built.files,
+                resolved=graph.built.resolved,
+                seconds=round(graph.built.seconds, 3),
+            )
         return _IndexTimings(
-            seconds=indexed - started, workers=workers, graph_seconds=time.monotonic() - indexed
+            seconds=seconds - graph.seconds, workers=workers, graph_seconds=graph.seconds
         )
 
     def _index_workers(self) -> int:

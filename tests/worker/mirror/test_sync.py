@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -120,6 +121,29 @@ def test_a_sync_without_a_new_commit_leaves_the_stored_graph_alone(tmp_path: Pat
     assert not [e for e in logs if e["event"] == "mirror.graph_built"]
     after = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in commit_dir.iterdir()}
     assert after == before
+
+
+def test_a_stored_graph_of_another_format_is_replaced_in_one_publish(tmp_path: Path) -> None:
+    """A sync finding the head's graph of another format publishes the commit again with a
+    new graph; a worker that mapped the old files keeps reading them unchanged."""
+    source_repo(tmp_path / "src")
+    mirror, first = synced_mirror(tmp_path)
+    commit_dir = tmp_path / "cache" / "index" / "acme" / "tool" / "commits" / first.head
+    meta = json.loads((commit_dir / "graph.json").read_text())
+    (commit_dir / "graph.json").write_text(json.dumps({**meta, "format_version": 0}))
+    assert read_graph(commit_dir) is None
+    with (commit_dir / "graph_nodes.arrow").open("rb") as mapped:
+        old_nodes = mapped.read()
+        mapped.seek(0)
+        with capture_logs() as logs:
+            mirror.sync()
+        assert mapped.read() == old_nodes
+        # The old file was replaced whole, not written over: no path leads to it any more.
+        assert os.fstat(mapped.fileno()).st_nlink == 0
+    assert [e["commit"] for e in logs if e["event"] == "mirror.graph_built"] == [first.head]
+    graph = read_graph(commit_dir)
+    assert graph is not None
+    assert graph.n_nodes > 0
 
 
 @pytest.fixture

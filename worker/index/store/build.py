@@ -15,6 +15,10 @@ repository's size needs.
 The new commit's view is carried over from the stored commit's: only the files that differ
 between the two trees are listed, looked up and analysed. Its whole tree is listed only
 when there is no stored commit to start from, or when segments are folded.
+
+What is made from a commit's index rather than from its blobs (the entity graph: a
+`DerivedView`) is written into the commit's directory before it is published, so one rename
+publishes every view of the commit.
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
 
 import pygit2
 import structlog
@@ -39,6 +44,7 @@ from worker.index.store.commit_view import (
     path_terms,
     read_commit_tables,
     read_manifest,
+    republish_commit,
     write_commit,
 )
 from worker.index.store.scratch import ScratchSegments
@@ -50,6 +56,7 @@ from worker.index.store.segment import (
 )
 from worker.index.store.shared_runs import BlobList, analyse_runs, blob_sources
 from worker.index.store.tree_listing import tree_blobs
+from worker.index.views.text import CommitIndex
 
 log = structlog.get_logger(__name__)
 SEGMENT_BYTES: Final = 128 << 20
@@ -62,6 +69,18 @@ STEAL_BYTES: Final = 4 << 20
 """Bytes of blobs a build worker takes from the shared list at a time, at most; a build
 runs in a worker per run of this many bytes, up to the workers asked for."""
 _REPO_ID = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+
+
+class DerivedView(Protocol):
+    """A per-commit view made from the commit's index, published in the same directory."""
+
+    def stored(self, commit_dir: Path) -> bool:
+        """Whether a published commit directory holds this view, of the current format."""
+        ...
+
+    def write(self, index: CommitIndex, staging: Path) -> None:
+        """Make the view of `index` and write it into `staging` (not yet published)."""
+        ...
 
 
 def repo_index_dir(cache_dir: Path, repo_id: str) -> Path:
@@ -154,10 +173,13 @@ def build_commit_index(
     *,
     max_blob_bytes: int = 1 << 20,
     workers: int | None = None,
+    derived: DerivedView | None = None,
 ) -> Path:
-    """Build and persist the index of `commit`, reusing stored segments for unchanged blobs.
+    """Build and persist the index of `commit`, reusing stored segments for unchanged blobs,
+    with the `derived` view made from it in the same publish.
 
-    Mirror side (the only writer). Returns the commit's index directory.
+    Mirror side (the only writer). Returns the commit's index directory. A commit stored
+    without the derived view (or with one of another format) is published again with it.
     """
     started = time.perf_counter()
     index_dir = repo_index_dir(cache_dir, repo_id)
@@ -167,7 +189,11 @@ def build_commit_index(
         try:
             manifest = read_manifest(commit_dir)
             if all((segments_dir / s / "segment.json").is_file() for s in manifest["segments"]):
-                return commit_dir
+                if derived is None or derived.stored(commit_dir):
+                    return commit_dir
+                segments = [Segment.open(segments_dir / s) for s in manifest["segments"]]
+                index = CommitIndex(commit, segments, read_commit_tables(commit_dir, manifest))
+                return republish_commit(commit_dir, partial(derived.write, index))
         except UnknownFormat:
             pass
     if workers is not None and workers > 1:
@@ -175,7 +201,14 @@ def build_commit_index(
     base = newest_view(index_dir)
     if base is not None:
         carried = _carried_index(
-            index_dir, repo_id, repo, commit, base, max_blob_bytes=max_blob_bytes, workers=workers
+            index_dir,
+            repo_id,
+            repo,
+            commit,
+            base,
+            max_blob_bytes=max_blob_bytes,
+            workers=workers,
+            derived=derived,
         )
         if carried is not None:
             return carried
@@ -195,7 +228,7 @@ def build_commit_index(
     segments = reused + [Segment.open(segments_dir / s) for s in new_ids]
     where, _ = blob_locations(segments)
     tables = build_commit_tables(entries, where, ahead=ahead)
-    out = write_commit(index_dir / "commits", repo_id, commit, [s.id for s in segments], tables)
+    out = _write_commit(index_dir, repo_id, commit, segments, tables, derived=derived)
     log.info(
         "search.index.built",
         repo=repo_id,
@@ -209,6 +242,23 @@ def build_commit_index(
     return out
 
 
+def _write_commit(
+    index_dir: Path,
+    repo_id: str,
+    commit: str,
+    segments: list[Segment],
+    tables: CommitTables,
+    *,
+    derived: DerivedView | None,
+) -> Path:
+    """Publish a commit's view, and the `derived` view made from it, in one rename."""
+    fill = (
+        None if derived is None else partial(derived.write, CommitIndex(commit, segments, tables))
+    )
+    ids = [s.id for s in segments]
+    return write_commit(index_dir / "commits", repo_id, commit, ids, tables, fill=fill)
+
+
 def _carried_index(
     index_dir: Path,
     repo_id: str,
@@ -218,6 +268,7 @@ def _carried_index(
     *,
     max_blob_bytes: int,
     workers: int | None,
+    derived: DerivedView | None,
 ) -> Path | None:
     """Build and persist the index of `commit` carried from the stored index `base` (see
     `carried_view.carry`); None when it cannot be."""
@@ -235,8 +286,9 @@ def _carried_index(
     carried = carry(repo, commit, base, analysed, too_many=too_many_segments)
     if carried is None:
         return None
-    ids = [s.id for s in carried.segments]
-    out = write_commit(index_dir / "commits", repo_id, commit, ids, carried.tables)
+    out = _write_commit(
+        index_dir, repo_id, commit, carried.segments, carried.tables, derived=derived
+    )
     log.info(
         "search.index.built",
         repo=repo_id,

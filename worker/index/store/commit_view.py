@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -197,26 +198,65 @@ def _joined(texts: list[str]) -> tuple[bytes, npt.NDArray[np.int64]]:
 
 
 def write_commit(
-    commits_dir: Path, repo_id: str, commit: str, segment_ids: list[str], tables: CommitTables
+    commits_dir: Path,
+    repo_id: str,
+    commit: str,
+    segment_ids: list[str],
+    tables: CommitTables,
+    *,
+    fill: Callable[[Path], None] | None = None,
 ) -> Path:
-    """Persist a commit's view and manifest atomically under `commits_dir/<commit>`."""
+    """Persist a commit's view and manifest atomically under `commits_dir/<commit>`.
+
+    `fill` is given the staged directory, before its rename publishes it, to write more of
+    the commit into it (the mirror's entity graph), so readers see all of it or none.
+    """
     commits_dir.mkdir(parents=True, exist_ok=True)
-    final = commits_dir / commit
     tmp = Path(tempfile.mkdtemp(prefix=f".{commit}.", dir=commits_dir))
-    for name in COMPONENTS:
-        write_table(tmp / f"{name}.arrow", getattr(tables, name))
-    manifest = {
-        "format_version": FORMAT_VERSION,
-        "repo_id": repo_id,
-        "commit": commit,
-        "segments": segment_ids,
-        "components": {name: f"{name}.arrow" for name in COMPONENTS},
-        "n_paths": tables.paths.num_rows,
-    }
-    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    try:
+        for name in COMPONENTS:
+            write_table(tmp / f"{name}.arrow", getattr(tables, name))
+        manifest = {
+            "format_version": FORMAT_VERSION,
+            "repo_id": repo_id,
+            "commit": commit,
+            "segments": segment_ids,
+            "components": {name: f"{name}.arrow" for name in COMPONENTS},
+            "n_paths": tables.paths.num_rows,
+        }
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        if fill is not None:
+            fill(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return _published(tmp, commits_dir / commit)
+
+
+def republish_commit(commit_dir: Path, fill: Callable[[Path], None]) -> Path:
+    """Publish a stored commit's view again, with what `fill` writes into the staged copy.
+
+    The copy links the view's own files (nothing is copied, and nothing writes to them);
+    anything else the directory held (a derived view) is for `fill` to write afresh.
+    Readers that mapped the stored files keep reading them unchanged.
+    """
+    tmp = Path(tempfile.mkdtemp(prefix=f".{commit_dir.name}.", dir=commit_dir.parent))
+    try:
+        for name in ("manifest.json", *(f"{c}.arrow" for c in COMPONENTS)):
+            os.link(commit_dir / name, tmp / name)
+        fill(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return _published(tmp, commit_dir)
+
+
+def _published(tmp: Path, final: Path) -> Path:
+    """Rename a staged commit directory into place, replacing one published before."""
     if final.exists():
-        # A rebuild (new segments after a merge) replaces the old view: swap, then drop it.
-        old = Path(tempfile.mkdtemp(prefix=f".{commit}.old.", dir=commits_dir))
+        # A rebuild (new segments after a merge, a graph of a newer format) replaces the
+        # old directory: swap, then drop it.
+        old = Path(tempfile.mkdtemp(prefix=f".{final.name}.old.", dir=final.parent))
         final.rename(old / "view")
         atomic_publish(tmp, final)
         shutil.rmtree(old, ignore_errors=True)

@@ -14,15 +14,15 @@ and what resolving it read and made, for the build of a later commit to carry ov
     <commit dir>/graph_imports.arrow file, what, name, node   (bindings, wildcards, namespaces)
     <commit dir>/graph_bases.arrow   file, class, base        (each class's bases in order)
 
-A graph is built from the commit's index (see `worker.index.views.graph`), so it is written
-after the view it is of; readers without it build it themselves.
+A graph is built from the commit's index (see `worker.index.views.graph`); the mirror writes
+it into the commit's directory before the directory is published (`GraphView`), so a commit
+published by a sync has its graph. Readers of a commit without one build it themselves.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from worker.index.store.segment import FORMAT_VERSION, read_table, write_table
+from worker.index.views.graph.build import GraphBuild, build_graph
 from worker.index.views.graph.carried import Previous, ResolutionState
 from worker.index.views.graph.made import BaseRows, ImportRows
 from worker.index.views.graph.model import (
@@ -40,6 +41,7 @@ from worker.index.views.graph.model import (
     names_array,
 )
 from worker.index.views.graph.reads import ReadTable, compacted, encoded
+from worker.index.views.text import CommitIndex
 
 STATE_FILES = ("graph_files.arrow", "graph_reads.arrow", "graph_imports.arrow", "graph_bases.arrow")
 STATE_VERSION = 2
@@ -48,9 +50,33 @@ among another file's definitions is read by name, not as the whole file's (1, `t
 GRAPH_FILES = ("graph_nodes.arrow", "graph_edges.arrow", *STATE_FILES, "graph.json")
 
 
+class GraphView:
+    """The entity graph as the mirror publishes it with a commit's index (a `DerivedView` of
+    `worker.index.store.build`), carried over from the graph stored in `previous_dir`."""
+
+    def __init__(self, previous_dir: Path | None = None) -> None:
+        self.previous_dir = previous_dir
+        self.built: GraphBuild | None = None
+        """The last graph written (None before the first)."""
+        self.seconds = 0.0
+        """What making and writing the last one took."""
+
+    def stored(self, commit_dir: Path) -> bool:
+        """Whether the commit's graph and its state are stored, both of this format."""
+        return graph_stored(commit_dir)
+
+    def write(self, index: CommitIndex, staging: Path) -> None:
+        """Build the graph of `index` and write it, with its state, into `staging`."""
+        started = time.perf_counter()
+        previous = None if self.previous_dir is None else read_carried(self.previous_dir)
+        self.built = build_graph(index, previous)
+        write_graph(staging, self.built.graph, self.built.state)
+        self.seconds = time.perf_counter() - started
+
+
 def write_graph(commit_dir: Path, graph: CommitGraph, state: ResolutionState | None = None) -> None:
-    """Store a commit's graph (and the state resolving it left) in its directory; the JSON,
-    written last, publishes it."""
+    """Write a commit's graph (and the state resolving it left) into its directory, which
+    readers must not see before it is done (see `GraphView`)."""
     ids = graph.ids
     assert isinstance(ids, NodeIds)
     n_plain = len(ids.plain)
@@ -85,10 +111,7 @@ def write_graph(commit_dir: Path, graph: CommitGraph, state: ResolutionState | N
         # Not flushed: a state lost to a crash costs the next commit a whole build, no more.
         tables += [(n, t, False) for n, t in zip(STATE_FILES, _state_tables(state), strict=True)]
     for name, table, flush in tables:
-        fd, tmp = tempfile.mkstemp(dir=commit_dir, prefix=f".{name}.")
-        os.close(fd)
-        write_table(Path(tmp), table, flush=flush)
-        os.replace(tmp, commit_dir / name)
+        write_table(commit_dir / name, table, flush=flush)
     meta: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "state": STATE_VERSION if state is not None else None,
@@ -97,10 +120,7 @@ def write_graph(commit_dir: Path, graph: CommitGraph, state: ResolutionState | N
         "n_nodes": graph.n_nodes,
         "n_edges": len(graph.edges.source),
     }
-    fd, tmp = tempfile.mkstemp(dir=commit_dir, prefix=".graph.json.")
-    with os.fdopen(fd, "w") as out:
-        json.dump(meta, out)
-    os.replace(tmp, commit_dir / "graph.json")
+    (commit_dir / "graph.json").write_text(json.dumps(meta))
 
 
 def _stored_meta(commit_dir: Path) -> dict[str, Any] | None:

@@ -710,3 +710,79 @@ def test_blob_locations_first_segment_wins() -> None:
         {only_second: (1, 0)},
         set(),
     )
+
+
+class _CountedPaths:
+    """A derived view that stores the paths its index lists, and the commits it was asked
+    to make along with whether each was published then."""
+
+    def __init__(self, version: str = "v2") -> None:
+        self.version = version
+        self.made: list[tuple[str, bool]] = []
+
+    def stored(self, commit_dir: Path) -> bool:
+        file = commit_dir / "counted.txt"
+        return file.is_file() and file.read_text().startswith(self.version)
+
+    def write(self, index: CommitIndex, staging: Path) -> None:
+        self.made.append((index.commit, (staging.parent / index.commit).exists()))
+        (staging / "counted.txt").write_text(f"{self.version} {index.n_paths}")
+
+
+def test_a_derived_view_is_published_in_the_same_rename_as_the_index(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path
+) -> None:
+    """A derived view is made from the commit's index while the commit is not yet visible,
+    and is in the directory that appears; a carried commit's is made alike."""
+    factory = make_repo("widgets")
+    first, second, listed = _near_commits(factory)
+    cache = tmp_path / "cache"
+    counted = _CountedPaths()
+    for commit in (first, second):
+        commit_dir = build_commit_index(cache, REPO_ID, factory.repo, commit, derived=counted)
+        n_paths = open_index(cache, factory.repo, commit).n_paths
+        assert (commit_dir / "counted.txt").read_text() == f"v2 {n_paths}"
+    assert n_paths == len(listed)
+    assert counted.made == [(first, False), (second, False)]
+    build_commit_index(cache, REPO_ID, factory.repo, second, derived=counted)
+    assert counted.made == [(first, False), (second, False)]
+
+
+def test_a_commit_without_its_derived_view_is_published_again_with_it(
+    widgets: tuple[RepoFactory, str], tmp_path: Path
+) -> None:
+    """A stored commit whose derived view is missing or of another version gets one in a
+    new publish that links the view's files; who opened the old files keeps reading them."""
+    factory, commit = widgets
+    cache = tmp_path / "cache"
+    commit_dir = build_commit_index(cache, REPO_ID, factory.repo, commit)
+    build_commit_index(cache, REPO_ID, factory.repo, commit, derived=_CountedPaths("v1"))
+    paths_inode = (commit_dir / "paths.arrow").stat().st_ino
+    with (commit_dir / "counted.txt").open() as old:
+        counted = _CountedPaths("v2")
+        build_commit_index(cache, REPO_ID, factory.repo, commit, derived=counted)
+        assert old.read().startswith("v1 ")
+    assert counted.made == [(commit, True)]
+    assert (commit_dir / "counted.txt").read_text().startswith("v2 ")
+    assert (commit_dir / "paths.arrow").stat().st_ino == paths_inode
+    assert sorted(p.name for p in commit_dir.parent.iterdir()) == [commit]
+    assert open_index(cache, factory.repo, commit).n_paths == 5
+
+
+def test_a_failed_derived_view_publishes_nothing(
+    widgets: tuple[RepoFactory, str], tmp_path: Path
+) -> None:
+    """When making the derived view fails, the commit is not published and no staged
+    directory is left behind."""
+    factory, commit = widgets
+    cache = tmp_path / "cache"
+
+    class Failing(_CountedPaths):
+        def write(self, index: CommitIndex, staging: Path) -> None:
+            raise RuntimeError("no graph")
+
+    with pytest.raises(RuntimeError, match="no graph"):
+        build_commit_index(cache, REPO_ID, factory.repo, commit, derived=Failing())
+    commits_dir = cache / "index" / "acme" / "widgets" / "commits"
+    assert list(commits_dir.iterdir()) == []
+    assert not IndexStore(cache).stored(REPO_ID, commit)
