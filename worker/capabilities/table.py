@@ -155,6 +155,7 @@ class Worker:
                 "hits": len(answer.hits),
                 "candidates": answer.candidate_files,
                 "scanned": answer.files_scanned,
+                "blobs_read": answer.blobs_read,
                 "index": answer.index,
             },
         )

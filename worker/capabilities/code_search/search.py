@@ -72,6 +72,7 @@ class SearchAnswer:
     total_count: int
     candidate_files: int
     files_scanned: int
+    blobs_read: int
     exhaustive: bool
     truncated: bool
     index: str
@@ -179,6 +180,7 @@ class CodeSearch:
             total_count=scan.total,
             candidate_files=len(rows),
             files_scanned=scan.scanned,
+            blobs_read=scan.blobs_read,
             exhaustive=scan.exhaustive,
             truncated=scan.total > len(hits) or not scan.exhaustive,
             index=source,
@@ -246,7 +248,11 @@ class Scan:
         self.top = TopHits(max_results, index.paths)
         self.total = 0
         self.scanned = 0
+        self.blobs_read = 0
         self.exhaustive = True
+        self._holders: dict[int, int] = {}
+        """Blobs several candidate files hold: how many of those are still to verify."""
+        self._kept: dict[int, bytes] = {}
 
     def run(self, rows: npt.NDArray[np.int64], *, definers: npt.NDArray[np.int64]) -> None:
         """Verify `rows` best possible score first; `definers` may match on a definition line.
@@ -255,6 +261,7 @@ class Scan:
         bound drops to that of a file without one, and it waits its turn again.
         """
         paths = self.index.paths
+        self._holders = self.index.shared_blobs(rows)
         prior_array = self.index.priors(rows, self.compiled.needle)
         may_define = np.isin(rows, definers)
         bound_array = hit_score(np.where(may_define, 1.0, WHOLE_WORD_QUALITY), prior_array)
@@ -301,9 +308,23 @@ class Scan:
                     continue
             self._verify(row, prior)
 
+    def _content(self, row: int) -> bytes:
+        """A candidate file's blob, read once however many candidate files hold it (one that
+        several hold is kept until the last of them is verified, or the scan ends)."""
+        key = self.index.blob_key(row)
+        data = self._kept.pop(key, None)
+        if data is None:
+            # odb.read skips building a Blob object: about twice as fast on packed repositories.
+            _, data = self.repo.odb.read(pygit2.Oid(raw=self.index.oid(row)))
+            self.blobs_read += 1
+        left = self._holders.get(key, 0)
+        if left > 1:
+            self._holders[key] = left - 1
+            self._kept[key] = data
+        return data
+
     def _verify(self, row: int, prior: float) -> None:
-        # odb.read skips building a Blob object: about twice as fast on packed repositories.
-        _, data = self.repo.odb.read(pygit2.Oid(raw=self.index.oid(row)))
+        data = self._content(row)
         if is_binary(data):
             return
         self.scanned += 1

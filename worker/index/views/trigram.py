@@ -66,6 +66,17 @@ class TrigramView:
         """The raw blob id of a row."""
         return bytes(self._oids[row])
 
+    def blob_key(self, row: int) -> int:
+        """A number for a row's blob, the same for every row that holds the blob."""
+        return int(self._segment_of_row[row]) << 32 | int(self._blob_of_row[row])
+
+    def shared_blobs(self, rows: RowIndex) -> dict[int, int]:
+        """The blobs (`blob_key`) held by more than one of `rows`, and by how many."""
+        keys = self._segment_of_row[rows].astype(np.int64) << 32 | self._blob_of_row[rows]
+        blob, count = np.unique(keys, return_counts=True)
+        shared = count > 1
+        return dict(zip(blob[shared].tolist(), count[shared].tolist(), strict=True))
+
     def definition_text(self, row: int) -> bytes:
         """A row's definition lines (those `DEFINITION_LINE` accepts), each with its line
         break, as its segment keeps them: no blob is read."""

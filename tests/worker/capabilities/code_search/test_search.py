@@ -180,6 +180,27 @@ def test_a_scan_stops_counting_after_its_match_budget(
     assert capped.scanned < full.scanned
 
 
+def test_a_blob_several_candidate_files_hold_is_read_once(
+    many_files: tuple[pygit2.Repository, TrigramView],
+) -> None:
+    """Forty-one files hold two contents: each file is verified and has its hits, from one
+    read of each content, whether the scan ends early or not."""
+    repo, view = many_files
+    rows = view.candidates(
+        compile_query("handle_request", regex=False, ignore_case=False, max_mem=1 << 20).plan
+    )
+    assert len(rows) == 41
+    assert len({view.oid(row) for row in rows.tolist()}) == 2
+    full = scan(repo, view, "handle_request", 10_000, regex=False)
+    assert full.exhaustive
+    assert full.scanned == 41
+    assert full.blobs_read == 2
+    assert {view.paths[f.row] for f in full.top.best()} == {view.paths[r] for r in rows.tolist()}
+    early = scan(repo, view, "handle_request", 3, regex=False)
+    assert not early.exhaustive
+    assert early.blobs_read <= 2
+
+
 UNSIGNED_FIELD = r"\bu32 [a-z_]+;"
 DECLARES = "struct config {\n\tu32 flags;\n};\n#define AS_U32(x) ((u32 )(x))\n"
 """Definition lines holding the pattern's trigrams, none matching it: a match off them."""
