@@ -50,7 +50,9 @@ class DocsRegenerateRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_un
     """Which documents; absent means every type the server's config allows."""
 
 
-DocumentStatus = Literal["regenerated", "unchanged"]
+DocumentStatus = Annotated[str, Meta(examples=["regenerated", "unchanged"])]
+"""Read as text, so that an answer from a newer server with a status this client does not
+know decodes."""
 
 
 class DocumentState(msgspec.Struct, frozen=True, kw_only=True):

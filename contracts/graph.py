@@ -10,7 +10,7 @@ cannot resolve (a library, a method of an object of unknown type) has no edge.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 import msgspec
 from msgspec import Meta
@@ -19,7 +19,18 @@ from contracts.errors import ResponseEnvelope
 from contracts.types import RepoRef, Revision
 
 EntityType = Literal["directory", "file", "class", "function"]
+"""An entity type a request names: the set is closed, another is refused."""
 RelationType = Literal["contain", "import", "invoke", "inherit"]
+"""A relation a request names: the set is closed, another is refused."""
+AnsweredEntityType = Annotated[str, Meta(examples=list(get_args(EntityType)))]
+"""An entity type in an answer: one of `EntityType` when this version sends it, read as text
+so that an answer from a newer server, with a type this client does not know, decodes."""
+AnsweredRelation = Annotated[str, Meta(examples=list(get_args(RelationType)))]
+"""A relation in an answer: one of `RelationType` when this version sends it, read as text
+for the same reason."""
+Change = Annotated[str, Meta(examples=["added", "removed", "changed"])]
+"""How an entity or edge differs between two revisions (`changed`: an entity's code only),
+read as text for the same reason."""
 EntityId = Annotated[
     str,
     Meta(
@@ -50,7 +61,7 @@ class GraphEntity(msgspec.Struct, frozen=True, kw_only=True):
 
     id: str
     name: str
-    entity_type: EntityType
+    entity_type: AnsweredEntityType
     file_path: str
     line_range: LineRange | None = None
     """1-based, inclusive; None for a directory."""
@@ -107,7 +118,7 @@ class GraphNode(msgspec.Struct, frozen=True, kw_only=True):
 
     id: str
     name: str
-    entity_type: EntityType
+    entity_type: AnsweredEntityType
     file_path: str
     line_range: LineRange | None = None
     depth: int
@@ -118,7 +129,7 @@ class GraphEdge(msgspec.Struct, frozen=True, kw_only=True):
 
     source: str
     target: str
-    relation: RelationType
+    relation: AnsweredRelation
 
 
 class TraverseMetadata(msgspec.Struct, frozen=True, kw_only=True):
@@ -176,7 +187,7 @@ class EntityDetails(msgspec.Struct, frozen=True, kw_only=True):
 
     id: str
     name: str
-    entity_type: EntityType
+    entity_type: AnsweredEntityType
     file_path: str
     line_range: LineRange | None = None
     code: str | None = None
@@ -218,9 +229,9 @@ class EntityChange(msgspec.Struct, frozen=True, kw_only=True):
 
     id: str
     name: str
-    entity_type: EntityType
+    entity_type: AnsweredEntityType
     file_path: str
-    change: Literal["added", "removed", "changed"]
+    change: Change
     line_range: LineRange | None = None
     """In `head` (in `base` for a removed one)."""
 
@@ -230,8 +241,8 @@ class EdgeChange(msgspec.Struct, frozen=True, kw_only=True):
 
     source: str
     target: str
-    relation: RelationType
-    change: Literal["added", "removed"]
+    relation: AnsweredRelation
+    change: Change
 
 
 class GraphDiffRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contracts.docs import DOC_PATHS, DOC_TYPES, DocsRegenerateRequest
+from contracts.docs import DOC_PATHS, DOC_TYPES, DocsRegenerateRequest, DocsRegenerateResponse
 from contracts.subjects import MIRROR_SUBJECTS, WORKER_SUBJECTS, Subject
 
 
@@ -42,3 +42,13 @@ def test_the_engine_is_the_mirrors_alone() -> None:
     assert Subject.DOCS_REGENERATE in MIRROR_SUBJECTS
     assert Subject.DOCS_REGENERATE not in WORKER_SUBJECTS
     assert set(DOC_PATHS) == set(DOC_TYPES)
+
+
+def test_a_newer_servers_document_type_and_status_decode() -> None:
+    """An answer with a document type and a status this version never sends still decodes."""
+    document = (
+        b'{"request_id": "r", "documents": [{"doc_type": "changelog", "path": "CHANGELOG.md", '
+        b'"status": "queued", "generated_from": "abc"}]}'
+    )
+    (state,) = msgspec.json.decode(document, type=DocsRegenerateResponse).documents
+    assert (state.doc_type, state.status) == ("changelog", "queued")

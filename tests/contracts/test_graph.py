@@ -9,11 +9,14 @@ from hypothesis import strategies as st
 
 from contracts.graph import (
     GraphDiffRequest,
+    GraphDiffResponse,
     GraphEntity,
     GraphRetrieveRequest,
+    GraphRetrieveResponse,
     GraphSearchRequest,
     GraphSearchResponse,
     GraphTraverseRequest,
+    GraphTraverseResponse,
     Snippet,
 )
 
@@ -52,6 +55,33 @@ def test_responses_tolerate_unknown_fields() -> None:
     )
     decoded = msgspec.json.decode(document, type=GraphSearchResponse)
     assert decoded.entities[0].id == "a.py:f"
+
+
+ENTITY = b'"id": "a.py:f", "name": "f", "file_path": "a.py"'
+
+
+@pytest.mark.parametrize(
+    ("response_type", "document", "newer"),
+    [
+        (GraphSearchResponse, b'{"request_id": "r", "entities": [{' + ENTITY +
+            b', "score": 1.0, "entity_type": "method"}]}', "method"),
+        (GraphTraverseResponse, b'{"request_id": "r", "nodes": [{' + ENTITY +
+            b', "depth": 0, "entity_type": "module"}]}', "module"),
+        (GraphTraverseResponse, b'{"request_id": "r", "edges": [{"source": "a", "target": "b", '
+            b'"relation": "override"}]}', "override"),
+        (GraphRetrieveResponse, b'{"request_id": "r", "entities": [{' + ENTITY +
+            b', "code": "", "entity_type": "interface"}]}', "interface"),
+        (GraphDiffResponse, b'{"request_id": "r", "base_commit": "b", "head_commit": "h", '
+            b'"entities": [{' + ENTITY + b', "entity_type": "file", "change": "moved"}]}',
+            "moved"),
+    ],
+)  # fmt: skip
+def test_responses_read_a_newer_servers_values_as_text(
+    response_type: type, document: bytes, newer: str
+) -> None:
+    """An entity type, relation or change this version never sends still decodes, as sent."""
+    decoded = msgspec.json.decode(document, type=response_type)
+    assert newer in repr(decoded)
 
 
 def test_snippets_leave_out_the_modes_not_asked_for() -> None:

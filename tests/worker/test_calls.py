@@ -53,15 +53,23 @@ def test_a_batch_out_of_order_is_internal() -> None:
 
 
 def test_an_answer_this_client_cannot_read_is_internal() -> None:
-    """A value the client's types do not allow (a newer server's) is InternalError, not a
-    decoding exception the caller cannot tell from its own mistakes."""
+    """An answer the client's types cannot hold is InternalError, not a decoding exception
+    the caller cannot tell from its own mistakes."""
+    reader = AnswerReader(GraphTraverseResponse, json=True, request_id="r1")
+    garbled = {"request_id": "r1", "edges": [{"source": "a.py", "target": 7}]}
+    with pytest.raises(InternalError, match="could not be read"):
+        reader.take(msgspec.json.encode(garbled))
+
+
+def test_a_newer_servers_relation_is_read_as_text() -> None:
+    """An answer naming a relation this client does not know (a newer server's) decodes."""
     reader = AnswerReader(GraphTraverseResponse, json=True, request_id="r1")
     newer = {
         "request_id": "r1",
         "edges": [{"source": "a.py", "target": "b.py", "relation": "reference"}],
     }
-    with pytest.raises(InternalError, match="could not be read"):
-        reader.take(msgspec.json.encode(newer))
+    assert reader.take(msgspec.json.encode(newer))
+    assert reader.batches[0].edges[0].relation == "reference"
 
 
 def test_every_failure_names_its_code_on_the_wire() -> None:

@@ -48,7 +48,7 @@ class GraphDiff:
             head_commit=head_pin.commit,
             entities=tuple(entities[:cap]),
             edges=tuple(
-                EdgeChange(source=s, target=t, relation=relation_name(r), change=c)  # type: ignore[arg-type]
+                EdgeChange(source=s, target=t, relation=relation_name(r), change=c)
                 for s, t, r, c in edge_changes[:cap]
             ),
             entity_changes=len(entities),
@@ -99,7 +99,7 @@ def _entity_changes(
                 name=graph.names[node],
                 entity_type=type_name(int(graph.types[node])),
                 file_path=graph.paths[node],
-                change=change,  # type: ignore[arg-type]
+                change=change,
                 line_range=pinned.line_range(node),
             )
         )
