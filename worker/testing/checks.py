@@ -15,12 +15,12 @@ from worker.capabilities.code_files import check_list, check_read
 from worker.capabilities.code_search.search import check_search
 from worker.capabilities.graph.queries import check_traverse
 from worker.capabilities.history import check_churn, check_history
-from worker.capabilities.research import (
+from worker.capabilities.research import line_weight
+from worker.capabilities.research_policy import (
     ResearchChecks,
     check_research,
     license_admits,
     licenses_not_allowed,
-    line_weight,
     omit_unlicensed,
     research_scope,
 )
