@@ -13,14 +13,13 @@ from typing import Generic, Protocol, TypeVar
 
 from contracts.errors import ErrorCode
 from contracts.research import MAX_OMITTED_REPOS, OmittedRepo, RepoReaderRequest
-from worker.capabilities.tooling import NO_LICENSE
+from worker.capabilities.tooling import NO_LICENSE, check_query_length, within_ceiling
 from worker.config import Config, RepoEntry
 from worker.errors import (
     AccessDenied,
     InvalidRequest,
     LicenseNotAllowed,
     LicenseUnavailable,
-    LimitExceeded,
     RepoNotFound,
     RequestTooBroad,
 )
@@ -110,14 +109,7 @@ def check_research(request: RepoReaderRequest, config: Config) -> ResearchChecks
 def research_limits(request: RepoReaderRequest, config: Config) -> ResearchLimits:
     """The limits in force, or LimitExceeded naming the first one above its ceiling."""
     ceilings, defaults = config.limits, config.defaults
-    if len(request.query) > ceilings.max_query_chars:
-        raise LimitExceeded(
-            f"query: {len(request.query)} characters is above the ceiling of "
-            f"{ceilings.max_query_chars}",
-            field="query",
-            limit=ceilings.max_query_chars,
-            value=len(request.query),
-        )
+    check_query_length(request.query, ceilings.max_query_chars)
     repo_c, file_c = request.repo_constraints, request.file_constraints
     asked = {
         "repo_constraints.max_repos": repo_c.max_repos,
@@ -128,15 +120,9 @@ def research_limits(request: RepoReaderRequest, config: Config) -> ResearchLimit
     values: dict[str, int] = {}
     for field, value in asked.items():
         name = field.rsplit(".", 1)[1]
-        ceiling: int = getattr(ceilings, name)
-        if value is not None and value > ceiling:
-            raise LimitExceeded(
-                f"{field}: {value} is above the ceiling of {ceiling}",
-                field=field,
-                limit=ceiling,
-                value=value,
-            )
-        values[name] = value if value is not None else getattr(defaults, name)
+        values[name] = within_ceiling(
+            field, value, default=getattr(defaults, name), ceiling=getattr(ceilings, name)
+        )
     return ResearchLimits(**values)
 
 

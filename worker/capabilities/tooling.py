@@ -63,6 +63,17 @@ def within_ceiling(field: str, value: int | None, *, default: int, ceiling: int)
     return value
 
 
+def check_query_length(query: str, ceiling: int) -> None:
+    """LimitExceeded when `query` has more characters than `ceiling`."""
+    if len(query) > ceiling:
+        raise LimitExceeded(
+            f"query: {len(query)} characters is above the ceiling of {ceiling}",
+            field="query",
+            limit=ceiling,
+            value=len(query),
+        )
+
+
 def check_root_license(name: str, root: object | None, *, required: bool) -> None:
     """LicenseUnavailable when a license is `required` and repository `name` has no `root`
     license."""

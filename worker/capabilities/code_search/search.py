@@ -40,9 +40,15 @@ from worker.capabilities.code_search.matcher import (
     is_whole_word,
     path_glob_pattern,
 )
-from worker.capabilities.tooling import Attribution, LicensedFiles, pin, within_ceiling
+from worker.capabilities.tooling import (
+    Attribution,
+    LicensedFiles,
+    check_query_length,
+    pin,
+    within_ceiling,
+)
 from worker.config import Config, ToolLimits
-from worker.errors import LimitExceeded, Timeout
+from worker.errors import Timeout
 from worker.index import CommitIndex, IndexStore
 from worker.index.analysis.trigrams import DEFINITION_LINE
 from worker.index.views.queryplan import MATCH_ALL
@@ -351,14 +357,7 @@ def check_search(
     """The hits to return at most, the compiled query and the path selector, or the failure the
     request alone is refused with (a limit above its ceiling, a pattern RE2 refuses, a line
     break in the query, an unknown language, a glob that leaves the tree)."""
-    if len(request.query) > limits.search_max_query_chars:
-        raise LimitExceeded(
-            f"query: {len(request.query)} characters is above the ceiling of "
-            f"{limits.search_max_query_chars}",
-            field="query",
-            limit=limits.search_max_query_chars,
-            value=len(request.query),
-        )
+    check_query_length(request.query, limits.search_max_query_chars)
     max_results = within_ceiling(
         "max_results",
         request.max_results,
