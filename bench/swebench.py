@@ -44,7 +44,8 @@ from tests.support.workers import WorkerProcess
 from worker.client import RepoReaderClient
 from worker.config import Config
 from worker.errors import RepoReaderFailure
-from worker.index.store.build import build_in_memory, newest_view, repo_index_dir
+from worker.index.store.build import newest_view, repo_index_dir
+from worker.index.store.index_store import build_in_memory
 from worker.index.views.history import HistoryStore
 from worker.index.views.ranking import DEFAULT_PARAMS, analyse_query
 from worker.index.views.text import CommitIndex

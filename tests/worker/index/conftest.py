@@ -11,8 +11,8 @@ import pytest
 
 from worker.index import CommitIndex, IndexStore
 from worker.index.store import build_workers
-from worker.index.store.build import build_in_memory
 from worker.index.store.build_workers import BuildPool
+from worker.index.store.index_store import build_in_memory
 from worker.index.views.ranking import RankingParams
 
 Files = Mapping[str, bytes | tuple[int, bytes]]

@@ -36,7 +36,7 @@ import structlog
 from worker.index.analysis.segment_builder import SegmentBuilder, SegmentTables
 from worker.index.store import build_workers
 from worker.index.store.blob_places import blob_locations, missing_blobs
-from worker.index.store.carried_view import Carried, StoredView, carry
+from worker.index.store.carried_view import StoredView, carry
 from worker.index.store.commit_view import (
     CommitTables,
     PathTerms,
@@ -47,7 +47,6 @@ from worker.index.store.commit_view import (
     republish_commit,
     write_commit,
 )
-from worker.index.store.scratch import ScratchSegments
 from worker.index.store.segment import (
     Segment,
     UnknownFormat,
@@ -158,7 +157,7 @@ def analyse(
         start = stop
 
 
-def _live_segments(
+def live_segments(
     segments: Sequence[Segment], entries: Sequence[tuple[str, bytes]]
 ) -> list[Segment]:
     live_oids = {oid for _, oid in entries}
@@ -213,7 +212,7 @@ def build_commit_index(
         if carried is not None:
             return carried
     entries = tree_blobs(repo, commit)
-    reused = _live_segments([] if base is None else base.segments, entries)
+    reused = live_segments([] if base is None else base.segments, entries)
     where, skipped = blob_locations(reused)
     missing = missing_blobs(entries, where, skipped)
     if too_many_segments(reused):
@@ -369,63 +368,3 @@ def _workers_for(analysed_bytes: int, workers: int) -> int:
     stays in this process, where handing it to the pool would save nothing.
     """
     return max(1, min(workers, -(-analysed_bytes // STEAL_BYTES)))
-
-
-def build_in_memory(
-    repo: pygit2.Repository,
-    commit: str,
-    stored: Sequence[Segment],
-    *,
-    max_blob_bytes: int,
-    check_deadline: Callable[[int, int], None],
-    scratch: ScratchSegments | None = None,
-) -> tuple[list[Segment], CommitTables, int]:
-    """Worker side: the segments and view of a commit with no stored index.
-
-    Reuses `stored` segments for the blobs they hold; the rest is analysed into a segment
-    kept in memory, or in `scratch`. Returns how many blobs were analysed as well.
-    """
-    entries = tree_blobs(repo, commit)
-    check_deadline(0, 0)
-    reused = _live_segments(stored, entries)
-    where, skipped = blob_locations(reused)
-    missing = missing_blobs(entries, where, skipped)
-    segments = reused + _analysed_in_memory(repo, missing, max_blob_bytes, check_deadline, scratch)
-    where, _ = blob_locations(segments)
-    return segments, build_commit_tables(entries, where), len(missing)
-
-
-def carried_in_memory(
-    repo: pygit2.Repository,
-    commit: str,
-    base: StoredView,
-    *,
-    max_blob_bytes: int,
-    check_deadline: Callable[[int, int], None],
-    scratch: ScratchSegments | None = None,
-) -> Carried | None:
-    """Worker side: `build_in_memory` carried from the stored index `base` (see
-    `carried_view.carry`); None when it cannot be."""
-
-    def analysed(
-        missing: list[tuple[str, bytes]], _meanwhile: Callable[[], PathTerms]
-    ) -> tuple[list[Segment], PathTerms | None]:
-        check_deadline(0, len(missing))
-        return _analysed_in_memory(repo, missing, max_blob_bytes, check_deadline, scratch), None
-
-    return carry(repo, commit, base, analysed, too_many=too_many_segments)
-
-
-def _analysed_in_memory(
-    repo: pygit2.Repository,
-    missing: list[tuple[str, bytes]],
-    max_blob_bytes: int,
-    check_deadline: Callable[[int, int], None],
-    scratch: ScratchSegments | None,
-) -> list[Segment]:
-    """The missing blobs analysed into segments kept in memory, or in `scratch` (none if
-    nothing is missing)."""
-    return [
-        Segment(seg_id, tables) if scratch is None else scratch.keep(seg_id, tables)
-        for seg_id, tables in analyse(repo, missing, max_blob_bytes, check_deadline)
-    ]

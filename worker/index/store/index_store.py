@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -19,15 +20,25 @@ import pygit2
 import structlog
 
 from worker.errors import Timeout
+from worker.index.store.blob_places import blob_locations, missing_blobs
 from worker.index.store.build import (
-    build_in_memory,
-    carried_in_memory,
+    analyse,
+    live_segments,
     newest_view,
     repo_index_dir,
+    too_many_segments,
 )
-from worker.index.store.commit_view import read_commit_tables, read_manifest
+from worker.index.store.carried_view import Carried, StoredView, carry
+from worker.index.store.commit_view import (
+    CommitTables,
+    PathTerms,
+    build_commit_tables,
+    read_commit_tables,
+    read_manifest,
+)
 from worker.index.store.scratch import ScratchSegments
 from worker.index.store.segment import Segment, UnknownFormat, release_mapped_pages
+from worker.index.store.tree_listing import tree_blobs
 from worker.index.views.text import CommitIndex
 
 log = structlog.get_logger(__name__)
@@ -173,3 +184,63 @@ class IndexStore:
             seconds=round(time.monotonic() - started, 3),
         )
         return CommitIndex(commit, segments, tables, source="on-demand")
+
+
+def build_in_memory(
+    repo: pygit2.Repository,
+    commit: str,
+    stored: Sequence[Segment],
+    *,
+    max_blob_bytes: int,
+    check_deadline: Callable[[int, int], None],
+    scratch: ScratchSegments | None = None,
+) -> tuple[list[Segment], CommitTables, int]:
+    """Worker side: the segments and view of a commit with no stored index.
+
+    Reuses `stored` segments for the blobs they hold; the rest is analysed into a segment
+    kept in memory, or in `scratch`. Returns how many blobs were analysed as well.
+    """
+    entries = tree_blobs(repo, commit)
+    check_deadline(0, 0)
+    reused = live_segments(stored, entries)
+    where, skipped = blob_locations(reused)
+    missing = missing_blobs(entries, where, skipped)
+    segments = reused + _analysed_in_memory(repo, missing, max_blob_bytes, check_deadline, scratch)
+    where, _ = blob_locations(segments)
+    return segments, build_commit_tables(entries, where), len(missing)
+
+
+def carried_in_memory(
+    repo: pygit2.Repository,
+    commit: str,
+    base: StoredView,
+    *,
+    max_blob_bytes: int,
+    check_deadline: Callable[[int, int], None],
+    scratch: ScratchSegments | None = None,
+) -> Carried | None:
+    """Worker side: `build_in_memory` carried from the stored index `base` (see
+    `carried_view.carry`); None when it cannot be."""
+
+    def analysed(
+        missing: list[tuple[str, bytes]], _meanwhile: Callable[[], PathTerms]
+    ) -> tuple[list[Segment], PathTerms | None]:
+        check_deadline(0, len(missing))
+        return _analysed_in_memory(repo, missing, max_blob_bytes, check_deadline, scratch), None
+
+    return carry(repo, commit, base, analysed, too_many=too_many_segments)
+
+
+def _analysed_in_memory(
+    repo: pygit2.Repository,
+    missing: list[tuple[str, bytes]],
+    max_blob_bytes: int,
+    check_deadline: Callable[[int, int], None],
+    scratch: ScratchSegments | None,
+) -> list[Segment]:
+    """The missing blobs analysed into segments kept in memory, or in `scratch` (none if
+    nothing is missing)."""
+    return [
+        Segment(seg_id, tables) if scratch is None else scratch.keep(seg_id, tables)
+        for seg_id, tables in analyse(repo, missing, max_blob_bytes, check_deadline)
+    ]

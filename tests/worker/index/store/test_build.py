@@ -25,6 +25,7 @@ from worker.index.analysis.segment_builder import BlobSource, SegmentBuilder
 from worker.index.store import blob_places, build_workers
 from worker.index.store import build as build_module
 from worker.index.store.commit_view import CommitTables, read_commit_tables, read_manifest
+from worker.index.store.index_store import carried_in_memory
 from worker.index.store.segment import Segment, release_mapped_pages, segment_id
 from worker.index.store.shared_runs import MIN_STEAL_BYTES
 from worker.index.store.tree_listing import tree_blobs
@@ -352,7 +353,7 @@ def test_a_stored_view_replaced_after_it_is_found_is_still_carried_from(
     assert base is not None
     assert base.commit == first
     shutil.rmtree(index_dir / "commits" / first)
-    carried = build_module.carried_in_memory(
+    carried = carried_in_memory(
         factory.repo, second, base, max_blob_bytes=1 << 20, check_deadline=lambda _d, _t: None
     )
     assert carried is not None

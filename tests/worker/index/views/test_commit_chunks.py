@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from tests.worker.index.conftest import RepoFactory
-from worker.index.store.build import build_in_memory
+from worker.index.store.index_store import build_in_memory
 from worker.index.views.commit_chunks import CommitChunks
 
 FIRST = {
