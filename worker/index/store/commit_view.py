@@ -13,6 +13,9 @@ Only paths whose blob is indexed (text, not oversized) are listed. The path inde
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import functools
 import itertools
 import json
 import os
@@ -253,16 +256,50 @@ def republish_commit(commit_dir: Path, fill: Callable[[Path], None]) -> Path:
 
 def _published(tmp: Path, final: Path) -> Path:
     """Rename a staged commit directory into place, replacing one published before."""
-    if final.exists():
-        # A rebuild (new segments after a merge, a graph of a newer format) replaces the
-        # old directory: swap, then drop it.
+    if not final.exists():
+        atomic_publish(tmp, final)
+    elif exchange_directories(tmp, final):
+        shutil.rmtree(tmp, ignore_errors=True)  # the old directory, now under the staged name
+    else:
+        # No exchange here: move the old one out, then the new one in. A reader between
+        # the two renames finds no index and builds one on demand.
         old = Path(tempfile.mkdtemp(prefix=f".{final.name}.old.", dir=final.parent))
         final.rename(old / "view")
         atomic_publish(tmp, final)
         shutil.rmtree(old, ignore_errors=True)
-    else:
-        atomic_publish(tmp, final)
     return final
+
+
+_AT_FDCWD: Final = -100
+_RENAME_EXCHANGE: Final = 2
+_NO_EXCHANGE: Final = frozenset({errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP})
+
+
+@functools.cache
+def _renameat2() -> Callable[..., int] | None:
+    """libc's `renameat2`, or None where there is none (another libc, another system)."""
+    try:
+        function: Callable[..., int] = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    return function
+
+
+def exchange_directories(a: Path, b: Path) -> bool:
+    """Swap the names of two directories in one step, so that a reader of either name always
+    finds one of them; False, with nothing changed, where the system or filesystem cannot.
+
+    Linux's `renameat2` with RENAME_EXCHANGE, which Python's `os` does not offer.
+    """
+    renameat2 = _renameat2()
+    if renameat2 is None:
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    error = ctypes.get_errno()
+    if error in _NO_EXCHANGE:
+        return False
+    raise OSError(error, os.strerror(error), str(a), None, str(b))
 
 
 def read_manifest(commit_dir: Path) -> dict[str, Any]:

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.index.store.commit_view import PathTerms, build_commit_tables, path_terms
+from worker.index.store.commit_view import (
+    PathTerms,
+    build_commit_tables,
+    exchange_directories,
+    path_terms,
+)
 
 _PARTS = st.sampled_from(
     ["src", "auth", "tokens", "HTTPServer", "get_user", "README", "docs", "x", "a1", "__init__"]
@@ -66,3 +75,19 @@ def test_commit_tables_from_the_index_worked_out_ahead(
         got = build_commit_tables(entries, locations, ahead=ahead)
         for name in ("paths", "path_terms", "path_postings"):
             assert getattr(got, name).equals(getattr(want, name)), name
+
+
+def test_two_directories_swap_names_in_one_step(tmp_path: Path) -> None:
+    """After the exchange each directory's content is under the other's name; on Linux it
+    is done (not refused), and a missing directory is an error that changes nothing."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    for directory, content in ((a, "A"), (b, "B")):
+        directory.mkdir()
+        (directory / "f").write_text(content)
+    swapped = exchange_directories(a, b)
+    assert swapped or sys.platform != "linux"
+    assert ((a / "f").read_text(), (b / "f").read_text()) == (("B", "A") if swapped else ("A", "B"))
+    if swapped:
+        with pytest.raises(FileNotFoundError):
+            exchange_directories(a, tmp_path / "missing")
+        assert (a / "f").read_text() == "B"
