@@ -44,15 +44,6 @@ def body_budget(max_payload: int, headers: Mapping[str, str] | None) -> int:
     return max_payload - header_size(headers)
 
 
-def check_fit(messages: Sequence[bytes], *, max_payload: int) -> None:
-    """InternalError unless every message body is within `max_payload` (a body budget)."""
-    largest = max((len(m) for m in messages), default=0)
-    if largest > max_payload:
-        raise InternalError(
-            "the answer does not fit the server's max payload", size=largest, limit=max_payload
-        )
-
-
 def error_message(
     request_id: str,
     error: RepoReaderError,
@@ -91,8 +82,9 @@ def reply_messages(
     """The encoded messages answering a request on `subject`: one, or its items in batches
     where the subject has a list field (`contracts.registry.BATCHED`).
 
-    InternalError when `response` is not the subject's response type: a handler's mistake
-    is caught here, not by a client that cannot decode it.
+    InternalError when `response` is not the subject's response type (a handler's mistake
+    is caught here, not by a client that cannot decode it), or when a message would not fit
+    `max_payload`.
     """
     expected = MESSAGES[subject][1]
     if not isinstance(response, expected):
@@ -101,7 +93,14 @@ def reply_messages(
         )
     field = BATCHED[subject]
     if field is None:
-        return [encode(response)]
+        message = encode(response)
+        if len(message) > max_payload:
+            raise InternalError(
+                "the answer does not fit the server's max payload",
+                size=len(message),
+                limit=max_payload,
+            )
+        return [message]
     return item_batches(response, field, max_payload=max_payload, encode=encode)
 
 

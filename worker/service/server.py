@@ -48,7 +48,7 @@ from worker.service import exchange
 from worker.service.codec import Codec, Codecs
 from worker.service.interrupts import StopOnSignals
 from worker.service.readiness import write_ready
-from worker.service.replies import body_budget, check_fit, reply_messages
+from worker.service.replies import body_budget, reply_messages
 
 log = structlog.get_logger(__name__)
 
@@ -214,7 +214,6 @@ class WorkerService:
                 reply = await self._answer(
                     subject, data, codec, request_id, started, max_payload=budget
                 )
-                check_fit(reply.messages, max_payload=budget)
             except Exception as exc:
                 await self._reply_error(
                     respond,

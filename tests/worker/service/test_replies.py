@@ -152,6 +152,15 @@ def test_a_subject_without_a_list_is_one_message() -> None:
     assert msgspec.msgpack.decode(message, type=CodeReadResponse) == response
 
 
+def test_a_message_over_the_budget_is_internal() -> None:
+    """An answer of one message larger than the body budget is an InternalError, never sent."""
+    response = CodeReadResponse(
+        request_id="r", repo="a/b", commit="c" * 40, path="f.py", content="x" * 5000
+    )
+    with pytest.raises(InternalError, match="does not fit"):
+        reply_messages(response, Subject.CODE_READ, max_payload=4096, encode=ENCODE)
+
+
 def test_an_answer_of_another_subjects_type_is_internal() -> None:
     """A handler answering with the wrong response type is an InternalError, not bad bytes."""
     response = RepoReaderResponse(request_id="r", resolved=RESOLVED)
