@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Final
 
 from msgspec import Meta
 
@@ -62,3 +62,8 @@ RepoPath = Annotated[
         description="A path inside a repository's tree, '/'-separated, relative to its root.",
     ),
 ]
+
+
+NO_LICENSE: Final = "NOASSERTION"
+"""The SPDX word an answer's `license` carries when no license could be determined (only
+when the request did not require one)."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import pygit2
 
 from contracts.research import OmittedRepo, RepoReaderRequest, ResearchArtifact, ResolvedRepo
+from contracts.types import NO_LICENSE
 from worker.capabilities.research_policy import (
     ResearchLimits,
     check_research,
@@ -28,7 +29,6 @@ from worker.capabilities.research_policy import (
     research_limits,
     research_scope,
 )
-from worker.capabilities.tooling import NO_LICENSE
 from worker.config import Config
 from worker.errors import InternalError, Timeout
 from worker.index import IndexStore, SearchHit, text_terms

@@ -13,7 +13,8 @@ from typing import Generic, Protocol, TypeVar
 
 from contracts.errors import ErrorCode
 from contracts.research import MAX_OMITTED_REPOS, OmittedRepo, RepoReaderRequest
-from worker.capabilities.tooling import NO_LICENSE, check_query_length, within_ceiling
+from contracts.types import NO_LICENSE
+from worker.capabilities.tooling import check_query_length, within_ceiling
 from worker.config import Config, RepoEntry
 from worker.errors import (
     AccessDenied,

@@ -10,16 +10,13 @@ unless the caller accepts `NOASSERTION`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
 
 import pygit2
 
+from contracts.types import NO_LICENSE
 from worker.errors import LicenseUnavailable, LimitExceeded
 from worker.licenses import LicenseCache, LicenseInfo, LicenseResolver
 from worker.repos.catalog import RepoCatalog, ResolvedRepo
-
-NO_LICENSE: Final = "NOASSERTION"
-"""The SPDX word for "no license could be determined", used only when none is required."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from license_expression import ExpressionError, Licensing, get_spdx_licensing
 
 from contracts.docs import DOC_PATHS
-from worker.capabilities.tooling import NO_LICENSE
+from contracts.types import NO_LICENSE
 from worker.docs.source import BLOB_MODES, DocSource
 from worker.licenses import LicenseInfo, spdx_header
 from worker.licenses.header import HEADER_SCAN_BYTES

@@ -45,6 +45,7 @@ from contracts.errors import ErrorCode, RepoReaderError
 from contracts.registry import BATCHED, MESSAGES
 from contracts.research import RepoReaderRequest, RepoReaderResponse, ResearchArtifact, ResolvedRepo
 from contracts.subjects import HEADER_REQUEST_ID, WORKER_SUBJECTS, Subject
+from contracts.types import NO_LICENSE
 from worker.calls import AnswerReader, RepoReaderAPI, encode_request, request_headers
 from worker.config import Config, RepoEntry
 from worker.errors import NoAnswer, NoResponders
@@ -60,7 +61,6 @@ ResponseT = TypeVar("ResponseT", bound=msgspec.Struct)
 
 DEFAULT_MAX_PAYLOAD: Final = 1 << 20
 """nats-server's default max payload: answers are split into batches under it."""
-NO_LICENSE: Final = "NOASSERTION"
 _CAPPED: Final[Mapping[Subject, tuple[str, ...]]] = {
     **{subject: (name,) for subject, name in BATCHED.items() if name is not None},
     Subject.GRAPH_DIFF: ("entities", "edges"),
