@@ -157,6 +157,10 @@ class MirrorConfig(_Section, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     """Processes that build a research index; 0 means one per core."""
     history_commits: NonNegativeInt = 50_000
     """The newest commits whose messages and changed files research weighs; 0: none."""
+    keep_commits: Annotated[int, Meta(ge=1)] = 8
+    """Published commit indexes kept per repository, the newest (always the head); an older
+    one is removed with the segments only it used, and a request pinned to it builds it on
+    demand."""
 
 
 ChurnWindow = Annotated[str, Meta(pattern=r"^[1-9][0-9]{0,3}[dwmy]$")]

@@ -40,6 +40,7 @@ def test_missing_file_is_an_error_when_required(tmp_path: Path) -> None:
         ("[limits\n", "not valid TOML"),
         ('[[repos]]\nname = "noslash"\nurl = "/x"\n', "$.repos[0].name"),
         ("[server]\nrequest_timeout_seconds = 0\n", "$.server.request_timeout_seconds"),
+        ("[mirror]\nkeep_commits = 0\n", "$.mirror.keep_commits"),
         (
             "[capabilities.code_search]\nrate_per_minute = -1\n",
             "$.capabilities.code_search.rate_per_minute",

@@ -294,6 +294,7 @@ class Mirror:
                     additional_licenses=root_license.additional if root_license else (),
                 )
             )
+            self._prune(entry, head)
         result = SyncResult(
             repo=entry.name,
             head=head,
@@ -359,6 +360,7 @@ class Mirror:
             self._index(entry, repo, commit, state.indexed_commit)
             if commit == state.head:
                 self.layout.write_state(msgspec.structs.replace(state, indexed_commit=commit))
+            self._prune(entry, state.head)
         return commit, time.monotonic() - started
 
     def regenerate_docs(self, name: str, doc_types: Sequence[DocType]) -> Regeneration:
@@ -514,6 +516,31 @@ class Mirror:
         return _IndexTimings(
             seconds=seconds - graph.seconds, workers=workers, graph_seconds=graph.seconds
         )
+
+    def _prune(self, entry: RepoEntry, head: str) -> None:
+        """Remove the published commits past the newest `keep_commits` (never `head`), and
+        the segments only they used. The sync is published by now: a failure is logged."""
+        from worker.index.store.build import repo_index_dir
+        from worker.index.store.retention import prune_index
+
+        try:
+            pruned = prune_index(
+                repo_index_dir(self.layout.root, entry.name),
+                keep=self.config.mirror.keep_commits,
+                also=(head,),
+            )
+        except OSError as exc:
+            log.warning("mirror.prune_failed", repo=entry.name, error=str(exc))
+            return
+        if pruned.commits or pruned.segments or pruned.leftovers:
+            log.info(
+                "mirror.pruned",
+                repo=entry.name,
+                commits=len(pruned.commits),
+                segments=len(pruned.segments),
+                leftovers=pruned.leftovers,
+                mb=round(pruned.bytes / 1e6, 1),
+            )
 
     def _index_workers(self) -> int:
         """Processes an index build uses: as configured, else one per core."""

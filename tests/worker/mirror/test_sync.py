@@ -384,3 +384,42 @@ def test_history_can_be_turned_off(tmp_path: Path) -> None:
     (tmp_path / "cache" / "repo-reader.toml").write_text("[mirror]\nhistory_commits = 0\n")
     synced_mirror(tmp_path)
     assert current_generation(tmp_path / "cache" / "index" / "acme" / "tool") is None
+
+
+def test_a_sync_keeps_the_newest_commits_and_removes_the_rest(tmp_path: Path) -> None:
+    """With `keep_commits = 2`, each sync past the second removes the oldest published commit
+    and the segments only it used; the head's graph is still carried from the last."""
+    source = source_repo(tmp_path / "src")
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "repo-reader.toml").write_text("[mirror]\nkeep_commits = 2\n")
+    mirror, first = synced_mirror(tmp_path)
+    index_dir = tmp_path / "cache" / "index" / "acme" / "tool"
+    heads = [first.head]
+    for i in range(3):
+        commit(source, {f"sample/gone_{i}.py": f"def gone_{i}():\n    return {i}\n"})
+        with capture_logs() as logs:
+            (result,) = mirror.sync()
+        heads.append(result.head)
+        (built,) = [e for e in logs if e["event"] == "mirror.graph_built"]
+        assert 0 < built["resolved"] < built["files"]
+        pruned = [e for e in logs if e["event"] == "mirror.pruned"]
+        assert [e["commits"] for e in pruned] == ([] if i == 0 else [1])
+    assert {p.name for p in (index_dir / "commits").iterdir()} == set(heads[-2:])
+    used = set()
+    for head in heads[-2:]:
+        manifest = json.loads((index_dir / "commits" / head / "manifest.json").read_text())
+        used |= set(manifest["segments"])
+    assert {p.name for p in (index_dir / "segments").iterdir()} == used
+
+
+def test_rebuilding_an_old_revision_never_removes_the_head(tmp_path: Path) -> None:
+    """An old revision indexed on request becomes the newest published commit; with
+    `keep_commits = 1` the head stays beside it."""
+    source = source_repo(tmp_path / "src")
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "repo-reader.toml").write_text("[mirror]\nkeep_commits = 1\n")
+    mirror, result = synced_mirror(tmp_path)
+    first = str(source.revparse_single("v1").id)
+    mirror.rebuild_index("acme/tool", first)
+    commits_dir = tmp_path / "cache" / "index" / "acme" / "tool" / "commits"
+    assert {p.name for p in commits_dir.iterdir()} == {first, result.head}

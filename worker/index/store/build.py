@@ -47,6 +47,7 @@ from worker.index.store.commit_view import (
     republish_commit,
     write_commit,
 )
+from worker.index.store.retention import published_commits
 from worker.index.store.segment import (
     Segment,
     UnknownFormat,
@@ -93,14 +94,8 @@ def repo_index_dir(cache_dir: Path, repo_id: str) -> Path:
 def newest_view(index_dir: Path) -> StoredView | None:
     """The newest stored commit index that this code can read."""
     commits = index_dir / "commits"
-    if not commits.is_dir():
-        return None
-    candidates = []
-    for d in commits.iterdir():
-        manifest_path = d / "manifest.json"
-        if not d.name.startswith(".") and manifest_path.is_file():
-            candidates.append((manifest_path.stat().st_mtime, d.name, d))
-    for _, _, d in sorted(candidates, reverse=True):
+    for name in published_commits(index_dir):
+        d = commits / name
         try:
             manifest = read_manifest(d)
             segments = [Segment.open(index_dir / "segments" / s) for s in manifest["segments"]]

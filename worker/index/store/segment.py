@@ -398,11 +398,15 @@ class Segment:
 
     def scanned(self, component: str) -> pa.Table:
         """A component to read every row of: read whole from its file (see
-        `read_whole_table`), or the table itself when the segment is held in memory."""
+        `read_whole_table`), or the table itself when the segment is held in memory or its
+        file was removed (see `retention`)."""
+        table: pa.Table = getattr(self.tables, component)
         if self._files is None:
-            table: pa.Table = getattr(self.tables, component)
             return table
-        return read_whole_table(self._files[component])
+        try:
+            return read_whole_table(self._files[component])
+        except FileNotFoundError:  # pruned since it was mapped: the mapping still reads it
+            return table
 
     def oids(self) -> list[bytes]:
         """Every blob id in the segment, in blob order.
