@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
+import numpy.typing as npt
 
-from worker.index.store.segment import Segment
+from worker.index.store.segment import Segment, column
 
 _OID_BYTES: Final = 20
 
@@ -30,6 +31,19 @@ def blob_locations(segments: Sequence[Segment]) -> tuple[dict[bytes, tuple[int, 
         where.update(zip([oids[i] for i in rows], places, strict=True))
         skipped.update(oids[i] for i in np.flatnonzero(~seg.blob_indexed).tolist())
     return where, skipped
+
+
+def live_bytes(segments: Sequence[Segment], places: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Bytes of source each segment holds for a commit's blobs: `places` are the (segment,
+    row) of each of its paths' blobs, a blob counted once however many paths hold it."""
+    live = np.zeros(len(segments), dtype=np.int64)
+    if not len(places):
+        return live
+    pairs = np.unique(places.astype(np.int64) @ np.array([1 << 32, 1], dtype=np.int64))
+    held, rows = pairs >> 32, pairs & 0xFFFFFFFF
+    for index, segment in enumerate(segments):
+        live[index] = int(column(segment.tables.blobs, "size")[rows[held == index]].sum())
+    return live
 
 
 def located_blobs(

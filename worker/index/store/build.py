@@ -10,7 +10,8 @@ analyses the rest into new segments of about SEGMENT_BYTES of source each (see
 `shared_runs` for `workers`). Segments no live blob needs are dropped from the commit; when
 a commit would need more than MAX_SEGMENTS segments that are not full, the small ones but
 the largest are re-analysed into one, so a query touches few segments beyond those a
-repository's size needs.
+repository's size needs; and a full segment whose live blobs are less than MIN_LIVE_SHARE
+of it is re-analysed likewise, so dead blobs do not stay for a few live ones.
 
 The new commit's view is carried over from the stored commit's: only the files that differ
 between the two trees are listed, looked up and analysed. Its whole tree is listed only
@@ -30,12 +31,14 @@ from functools import partial
 from pathlib import Path
 from typing import Final, Protocol
 
+import numpy as np
+import numpy.typing as npt
 import pygit2
 import structlog
 
 from worker.index.analysis.segment_builder import SegmentBuilder, SegmentTables
 from worker.index.store import build_workers
-from worker.index.store.blob_places import blob_locations, missing_blobs
+from worker.index.store.blob_places import blob_locations, live_bytes, missing_blobs
 from worker.index.store.carried_view import StoredView, carry
 from worker.index.store.commit_view import (
     CommitTables,
@@ -65,6 +68,10 @@ source in memory until the segment is written, so a bounded segment bounds a bui
 whatever the repository's size (zoekt's shards are bounded alike)."""
 MAX_SEGMENTS: Final = 8
 """Segments of a commit that are not full (see `is_full`), at most."""
+MIN_LIVE_SHARE: Final = 0.5
+"""A full segment whose live blobs hold less than this share of its source is folded: they
+are analysed again into the new segment and it is dropped, so blobs no commit has any more
+do not stay while one of their segment's blobs lives (Lucene merges away deletes alike)."""
 STEAL_BYTES: Final = 4 << 20
 """Bytes of blobs a build worker takes from the shared list at a time, at most; a build
 runs in a worker per run of this many bytes, up to the workers asked for."""
@@ -115,6 +122,20 @@ def too_many_segments(segments: Sequence[Segment]) -> bool:
     """Whether a commit of these segments and one more new one would have more than
     MAX_SEGMENTS that are not full."""
     return sum(not is_full(s) for s in segments) + 1 > MAX_SEGMENTS
+
+
+def is_sparse(segment: Segment, live: int) -> bool:
+    """Whether a full segment's `live` bytes of source are below MIN_LIVE_SHARE of all it
+    holds (a segment that is not full is folded by count, see `too_many_segments`)."""
+    return is_full(segment) and live < MIN_LIVE_SHARE * segment.source_bytes
+
+
+def needs_folding(segments: Sequence[Segment], live: npt.NDArray[np.int64]) -> bool:
+    """Whether a commit of these segments (with `live` bytes of each) is better built from
+    its whole tree, folding segments: too many small ones, or a full one mostly dead."""
+    return too_many_segments(segments) or any(
+        is_sparse(s, int(b)) for s, b in zip(segments, live, strict=True)
+    )
 
 
 def analyse(
@@ -209,13 +230,18 @@ def build_commit_index(
     entries = tree_blobs(repo, commit)
     reused = live_segments([] if base is None else base.segments, entries)
     where, skipped = blob_locations(reused)
-    missing = missing_blobs(entries, where, skipped)
-    if too_many_segments(reused):
+    # A full segment mostly dead is folded: its live blobs are analysed again.
+    live = live_bytes(reused, np.array([where[o] for _, o in entries if o in where], np.int64))
+    kept = [s for s, b in zip(reused, live, strict=True) if not is_sparse(s, int(b))]
+    if too_many_segments(kept):
         # Fold the small segments back into one: their live blobs are analysed again.
-        small = sorted((s for s in reused if not is_full(s)), key=lambda s: -s.source_bytes)
-        reused = [s for s in reused if is_full(s)] + small[:1]
+        small = sorted((s for s in kept if not is_full(s)), key=lambda s: -s.source_bytes)
+        kept = [s for s in kept if is_full(s)] + small[:1]
+    folded = len(reused) - len(kept)
+    if folded:
+        reused = kept
         where, skipped = blob_locations(reused)
-        missing = missing_blobs(entries, where, skipped)
+    missing = missing_blobs(entries, where, skipped)
     new_ids, ahead = _analyse_missing(
         repo, missing, max_blob_bytes, segments_dir, workers, meanwhile=lambda: path_terms(entries)
     )
@@ -230,6 +256,7 @@ def build_commit_index(
         paths=len(entries),
         analysed_blobs=len(missing),
         reused_segments=len(reused),
+        folded_segments=folded,
         new_segments=len(new_ids),
         seconds=round(time.perf_counter() - started, 3),
     )
@@ -277,7 +304,7 @@ def _carried_index(
         )
         return [Segment.open(segments_dir / s) for s in new_ids], ahead
 
-    carried = carry(repo, commit, base, analysed, too_many=too_many_segments)
+    carried = carry(repo, commit, base, analysed, fold=needs_folding)
     if carried is None:
         return None
     out = _write_commit(

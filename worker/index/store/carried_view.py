@@ -19,7 +19,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pygit2
 
-from worker.index.store.blob_places import blob_locations, located_blobs, missing_blobs
+from worker.index.store.blob_places import (
+    blob_locations,
+    live_bytes,
+    located_blobs,
+    missing_blobs,
+)
 from worker.index.store.commit_view import CommitTables, PathTerms, located_terms, path_terms
 from worker.index.store.segment import Segment, column, one_array
 from worker.index.store.tree_listing import tree_changes
@@ -64,11 +69,12 @@ def carry(
     base: StoredView,
     analyse: Analyse,
     *,
-    too_many: Callable[[list[Segment]], bool],
+    fold: Callable[[list[Segment], I64], bool],
 ) -> Carried | None:
     """The segments and view of `commit` from the stored index `base` and the files that
-    differ; None when it cannot be: `base`'s commit is not in the repository, or the
-    segments `too_many` says are too many with one more (they are folded from the whole tree).
+    differ; None when it cannot be: `base`'s commit is not in the repository, or `fold`
+    says the segments the commit uses (given the bytes of its blobs each holds) are to be
+    folded, which is done from the whole tree.
 
     Only the files that differ are listed and looked up, and the blobs no segment of
     `base` holds analysed; the base's segments no path needs any more are dropped.
@@ -78,11 +84,19 @@ def carry(
         return None
     keep = kept_rows(base.tables, changes.gone)
     where, skipped = located_blobs(base.segments, [oid for _, oid in changes.came])
+    # The (segment, blob) of each path the commit keeps, and of each it gains that the
+    # base's segments hold.
+    kept_at = [column(base.tables.paths, c)[keep] for c in ("segment", "blob")]
+    held_at = np.concatenate(
+        [
+            np.stack(kept_at, axis=1).astype(np.int64),
+            np.array(list(where.values()), dtype=np.int64).reshape(-1, 2),
+        ]
+    )
     used = np.zeros(len(base.segments), dtype=bool)
-    used[column(base.tables.paths, "segment")[keep]] = True
-    used[[s for s, _ in where.values()]] = True
+    used[held_at[:, 0]] = True
     live = np.flatnonzero(used)
-    if too_many([base.segments[i] for i in live.tolist()]):
+    if fold([base.segments[i] for i in live.tolist()], live_bytes(base.segments, held_at)[live]):
         return None
     missing = missing_blobs(changes.came, where, skipped)
     new_segments, ahead = analyse(missing, lambda: path_terms(changes.came))

@@ -228,7 +228,8 @@ def carried_in_memory(
         check_deadline(0, len(missing))
         return _analysed_in_memory(repo, missing, max_blob_bytes, check_deadline, scratch), None
 
-    return carry(repo, commit, base, analysed, too_many=too_many_segments)
+    # Folding is the mirror's: an index built on demand lives only as long as the worker.
+    return carry(repo, commit, base, analysed, fold=lambda segments, _: too_many_segments(segments))
 
 
 def _analysed_in_memory(

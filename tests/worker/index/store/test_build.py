@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import cast
 
+import numpy as np
 import pygit2
 import pytest
 from structlog.testing import capture_logs
@@ -679,6 +680,44 @@ def test_folding_small_segments_keeps_the_full_ones(
     assert any(after < before for before, after in itertools.pairwise(counts))
     hits = take(open_index(cache, factory.repo, commits[-1]).ranked("added_4"))
     assert hits[0].path == "pkg/new_4.py"
+
+
+def test_a_full_segment_mostly_dead_is_folded(
+    make_repo: Callable[[str], RepoFactory], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit that rewrites most files leaves full segments mostly dead: they are folded,
+    their live blobs analysed again, so no full segment of the commit is mostly dead, and
+    the index answers as one built whole."""
+    monkeypatch.setattr(build_module, "SEGMENT_BYTES", 1000)
+    files = handler_files(120)
+    factory = make_repo("rewritten")
+    cache = tmp_path / "cache"
+    first = factory.commit(files)
+    build_commit_index(cache, REPO_ID, factory.repo, first)
+    rewritten = {
+        path: data if i % 4 == 0 else data.replace(b"return", b"return 1 +")
+        for i, (path, data) in enumerate(sorted(files.items()))
+    }
+    second = factory.commit(rewritten)
+    with capture_logs() as logs:
+        build_commit_index(cache, REPO_ID, factory.repo, second)
+    (built,) = [e for e in logs if e["event"] == "search.index.built"]
+    assert built["folded_segments"] > 0
+    # The 90 rewritten blobs, and the folded segments' live ones with them.
+    assert built["analysed_blobs"] > 90
+    segments = _segments(cache, second)
+    where, _ = blob_places.blob_locations(segments)
+    tree = tree_blobs(factory.repo, second)
+    live = blob_places.live_bytes(
+        segments, np.array([where[oid] for _, oid in tree if oid in where], dtype=np.int64)
+    )
+    assert not [s for s, b in zip(segments, live, strict=True) if build_module.is_sparse(s, int(b))]
+    whole = tmp_path / "whole"
+    build_commit_index(whole, REPO_ID, factory.repo, second)
+    for query in ("handler_8", "route_3 handler", "handler_101"):
+        assert take(open_index(cache, factory.repo, second).ranked(query)) == take(
+            open_index(whole, factory.repo, second).ranked(query)
+        )
 
 
 def _segments(cache: Path, commit: str) -> list[Segment]:
