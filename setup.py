@@ -1,9 +1,10 @@
-"""The entity graph's build compiled to C with mypyc; everything else stays Python.
+"""The entity graph's build, and the analysis's walk over each definition, compiled to C with
+mypyc; everything else stays Python.
 
-Resolution goes reference by reference: dictionary lookups, attribute reads and small calls,
-with no numeric kernel for numba and no library that does it. mypyc compiles the same typed
-source that mypy checks, so there is one implementation; the compiled modules sit beside it
-and are imported in its place.
+Resolution goes reference by reference, and an outline and the definitions are read match by
+match: dictionary lookups, attribute reads and small calls, with no numeric kernel for numba
+and no library that does it. mypyc compiles the same typed source that mypy checks, so there
+is one implementation; the compiled modules sit beside it and are imported in its place.
 
 REPO_READER_PURE_PYTHON=1 builds without compiling (no C compiler needed). An editable
 install compiles in place: after changing a compiled module, install again, or the old
@@ -22,6 +23,11 @@ RESOLVER = Path("worker/index/views/graph")
 NOT_COMPILED = frozenset({"__init__.py", "model.py"})
 """The package's re-exports, and the graph model the queries share: they hand it numpy
 integers, which compiled code refuses where the types say int."""
+ANALYSIS = (
+    Path("worker/index/analysis/definitions.py"),
+    Path("worker/index/analysis/outline.py"),
+)
+"""The analysis's modules that loop in Python per definition and per outline line."""
 
 
 COMPILE_VIEW = (
@@ -41,12 +47,14 @@ constructor another module's library does not export)."""
 
 
 def compiled_modules() -> list[str]:
-    """The modules mypyc compiles (paths relative to the project): the graph build's."""
-    return sorted(
-        str(path.relative_to(HERE))
+    """The modules mypyc compiles (paths relative to the project): the graph build's, and
+    the analysis's ANALYSIS."""
+    graph = [
+        path.relative_to(HERE)
         for path in (HERE / RESOLVER).glob("*.py")
         if path.name not in NOT_COMPILED
-    )
+    ]
+    return sorted(str(path) for path in [*graph, *ANALYSIS])
 
 
 def ext_modules() -> list[object]:

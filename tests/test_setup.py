@@ -23,10 +23,13 @@ def _module_name(path: str) -> str:
 
 
 def test_the_graph_build_is_compiled_and_the_model_is_not() -> None:
-    """setup.py compiles the graph package's modules but its model and re-exports."""
+    """setup.py compiles the graph package's modules but its model and re-exports, and the
+    analysis's definitions and outlines."""
     compiled = _setup()["compiled_modules"]()
     assert "worker/index/views/graph/scope.py" in compiled
     assert "worker/index/views/graph/build.py" in compiled
+    assert "worker/index/analysis/definitions.py" in compiled
+    assert "worker/index/analysis/outline.py" in compiled
     assert not any(p.endswith(("model.py", "__init__.py")) for p in compiled)
     assert all((ROOT / p).is_file() for p in compiled)
 

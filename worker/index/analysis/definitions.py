@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -19,7 +19,7 @@ import tree_sitter
 from worker.index.analysis.grammars import grammar
 from worker.index.analysis.outline import Outline
 
-I64 = npt.NDArray[np.int64]
+I64: TypeAlias = npt.NDArray[np.int64]
 
 MAX_NESTING: Final = 8
 """Deeper definitions stay inside their parent's chunk (generated code nests absurdly)."""

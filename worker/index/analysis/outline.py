@@ -25,16 +25,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
 from worker.index.analysis.lexers import c_lexemes, directives_reading
 
-U8 = npt.NDArray[np.uint8]
-I64 = npt.NDArray[np.int64]
-Mask = npt.NDArray[np.bool_]
+U8: TypeAlias = npt.NDArray[np.uint8]
+I64: TypeAlias = npt.NDArray[np.int64]
+Mask: TypeAlias = npt.NDArray[np.bool_]
 Spans = tuple[I64, I64]
 
 # Unrolled loops and no capture groups: several times faster in `re` than the plain forms.
