@@ -41,6 +41,7 @@ from worker.index.store.segment import (
     column,
     one_array,
     read_table,
+    set_aside,
     write_table,
 )
 
@@ -263,8 +264,7 @@ def _published(tmp: Path, final: Path) -> Path:
     else:
         # No exchange here: move the old one out, then the new one in. A reader between
         # the two renames finds no index and builds one on demand.
-        old = Path(tempfile.mkdtemp(prefix=f".{final.name}.old.", dir=final.parent))
-        final.rename(old / "view")
+        old = set_aside(final)
         atomic_publish(tmp, final)
         shutil.rmtree(old, ignore_errors=True)
     return final

@@ -17,11 +17,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
+
+from worker.index.store.segment import set_aside
 
 _MANIFEST: Final = "manifest.json"
 
@@ -122,7 +123,5 @@ def _remove(path: Path) -> int:
     if path.name.startswith("."):
         shutil.rmtree(path, ignore_errors=True)
         return size
-    aside = Path(tempfile.mkdtemp(prefix=f".{path.name}.gone.", dir=path.parent))
-    path.rename(aside / path.name)
-    shutil.rmtree(aside, ignore_errors=True)
+    shutil.rmtree(set_aside(path), ignore_errors=True)
     return size

@@ -180,6 +180,14 @@ def atomic_publish(tmp_dir: Path, final_dir: Path) -> None:
         shutil.rmtree(tmp_dir, ignore_errors=True)
 
 
+def set_aside(directory: Path) -> Path:
+    """Move a published directory out of readers' sight in one rename: into a new hidden
+    directory beside it, which is returned for the caller to delete when it suits."""
+    aside = Path(tempfile.mkdtemp(prefix=f".{directory.name}.gone.", dir=directory.parent))
+    directory.rename(aside / directory.name)
+    return aside
+
+
 def write_segment(segments_dir: Path, seg_id: str, tables: SegmentTables) -> Path:
     """Persist a segment under `segments_dir/<seg_id>` atomically; returns its directory."""
     final = segments_dir / seg_id
