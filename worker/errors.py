@@ -17,6 +17,7 @@
     │   └── NoResponders              TIMEOUT (client side: no worker serves the subject)
     ├── CapabilityDisabled            CAPABILITY_DISABLED
     ├── InternalError                 INTERNAL
+    │   └── SyncError                 INTERNAL (the mirror could not sync a repository)
     └── UnknownFailure                a code this client does not know (a newer server's)
 
     ConfigError                       start-up only: a bad repo-reader.toml or NATS config
@@ -145,6 +146,10 @@ class InternalError(RepoReaderFailure):
     """Something failed that is not the caller's doing."""
 
     code = ErrorCode.INTERNAL
+
+
+class SyncError(InternalError):
+    """The mirror could not sync (or index) a repository; the message says which and why."""
 
 
 class ConfigError(Exception):

@@ -50,7 +50,8 @@ def add_mirror_commands(commands: Any) -> None:
 
 def run_mirror_command(args: argparse.Namespace, cache: Path) -> int:
     """Run a `mirror` subcommand in this process (the mirror is the cache's only writer)."""
-    from worker.mirror.sync import Mirror, SyncError
+    from worker.errors import SyncError
+    from worker.mirror.sync import Mirror
 
     mirror = Mirror(cache, config_path(cache, args.config), progress=_print_progress)
     try:

@@ -31,9 +31,9 @@ from contracts.admin import (
 )
 from contracts.docs import DocsRegenerateRequest, DocsRegenerateResponse, DocType, DocumentState
 from contracts.subjects import MIRROR_SUBJECTS, Subject
-from worker.errors import AccessDenied, CapabilityDisabled, InternalError
+from worker.errors import AccessDenied, CapabilityDisabled, SyncError
 from worker.mirror.heartbeat import Heartbeat
-from worker.mirror.sync import Mirror, SyncError
+from worker.mirror.sync import Mirror
 from worker.repos.registry import lookup_repo
 from worker.service.admission import RateLimiter
 from worker.service.server import (
@@ -94,10 +94,7 @@ class MirrorAdmin:
                 refused=refused,
                 allowed=list(allowed),
             )
-        try:
-            done = self.mirror.regenerate_docs(name, wanted)
-        except SyncError as exc:
-            raise InternalError(str(exc)) from None
+        done = self.mirror.regenerate_docs(name, wanted)
         response = DocsRegenerateResponse(
             request_id=context.request_id,
             repo=name,
@@ -121,10 +118,7 @@ class MirrorAdmin:
 
     def _sync(self, request: SyncRequest, context: RequestContext) -> Answer:
         names = [self._registered(name) for name in request.repos] if request.repos else []
-        try:
-            results = self.mirror.sync(names)
-        except SyncError as exc:
-            raise InternalError(str(exc)) from None
+        results = self.mirror.sync(names)
         response = SyncResponse(
             request_id=context.request_id,
             results=tuple(
@@ -143,10 +137,7 @@ class MirrorAdmin:
 
     def _rebuild_index(self, request: RebuildIndexRequest, context: RequestContext) -> Answer:
         name = self._registered(request.repo)
-        try:
-            commit, seconds = self.mirror.rebuild_index(name, request.revision)
-        except SyncError as exc:
-            raise InternalError(str(exc)) from None
+        commit, seconds = self.mirror.rebuild_index(name, request.revision)
         report = self.mirror.index_report(name, commit)
         response = RebuildIndexResponse(
             request_id=context.request_id,

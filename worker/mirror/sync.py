@@ -12,12 +12,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
-import re
 import shutil
-import tempfile
 import time
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,14 +31,10 @@ from worker.config import (
     parse_config,
     render_repo_entry,
 )
-from worker.errors import ConfigError, RepoNotFound, RevisionNotFound
+from worker.errors import ConfigError, RepoNotFound, RevisionNotFound, SyncError
 from worker.licenses import LicenseInfo, LicenseResolver
+from worker.mirror.fetch import ProgressCallback, clone, default_ref, fetch
 from worker.repos.catalog import resolve_revision
-
-if TYPE_CHECKING:
-    from contracts.docs import DocType
-    from worker.docs.engine import Regeneration
-    from worker.mirror.index_report import IndexReport
 from worker.repos.layout import (
     CacheLayout,
     IdentifiedLicenses,
@@ -49,16 +43,12 @@ from worker.repos.layout import (
     trust_configured_repositories,
 )
 
+if TYPE_CHECKING:
+    from contracts.docs import DocType
+    from worker.docs.engine import Regeneration
+    from worker.mirror.index_report import IndexReport
+
 log = structlog.get_logger(__name__)
-
-FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
-
-ProgressCallback = Callable[[str, str], None]
-"""Receives (repo name, a one-line progress message)."""
-
-
-class SyncError(Exception):
-    """A repository could not be synced; the message says which and why."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -89,54 +79,6 @@ class _IndexTimings:
     seconds: float
     workers: int
     graph_seconds: float
-
-
-class _Progress(pygit2.RemoteCallbacks):
-    """Reports a fetch's progress at most every half second: the server's own messages while
-    it counts and compresses (before a byte of the pack arrives: tens of seconds for a large
-    repository), then the transfer; the first and last message of each phase always."""
-
-    def __init__(self, name: str, report: ProgressCallback | None) -> None:
-        super().__init__()
-        self._name = name
-        self._report = report
-        self._last = 0.0
-        self._said = ""
-        self._phase = ""
-        self._partial = ""
-
-    def sideband_progress(self, string: str) -> None:
-        # The server's progress lines, "\r"-ended while a count goes up ("Counting objects:
-        # 42% (420/1000)\r", then "... 100% (1000/1000), done.\n"), in pieces cut anywhere.
-        *lines, self._partial = re.split(r"[\r\n]", self._partial + string)
-        for line in filter(None, (line.strip() for line in lines)):
-            phase = line.partition(":")[0]
-            first, self._phase = phase != self._phase, phase
-            self._say(f"remote: {line}", always=first or line.endswith("done."))
-
-    def transfer_progress(self, stats: pygit2.remotes.TransferProgress) -> None:
-        done = (
-            stats.received_objects == stats.total_objects
-            and stats.indexed_deltas == stats.total_deltas
-        )
-        first, self._phase = self._phase != "receiving", "receiving"
-        total = max(stats.total_objects, 1)
-        self._say(
-            f"receiving objects {100 * stats.received_objects // total}% "
-            f"({stats.received_objects}/{stats.total_objects}), "
-            f"{stats.received_bytes / 2**20:.1f} MiB, "
-            f"deltas {stats.indexed_deltas}/{stats.total_deltas}",
-            always=first or done,
-        )
-
-    def _say(self, message: str, *, always: bool) -> None:
-        now = time.monotonic()
-        if self._report is None or message == self._said:
-            return
-        if now - self._last < 0.5 and not always:
-            return
-        self._last, self._said = now, message
-        self._report(self._name, message)
 
 
 class Mirror:
@@ -258,11 +200,12 @@ class Mirror:
             previous = self.layout.read_state(entry.name)
             repo_dir = self.layout.repo_dir(entry.name)
             if repo_dir.is_dir():
-                repo, received = self._fetch(entry, pygit2.Repository(str(repo_dir)))
+                repo = pygit2.Repository(str(repo_dir))
+                received = fetch(entry, repo, self._progress)
             else:
-                repo, received = self._clone(entry, repo_dir)
-            default_ref = self._default_ref(entry, repo)
-            head = str(repo.references[default_ref].peel(pygit2.Commit).id)
+                repo, received = clone(entry, repo_dir, self._progress)
+            head_ref = default_ref(entry, repo)
+            head = str(repo.references[head_ref].peel(pygit2.Commit).id)
             try:
                 timings = self._index(
                     entry, repo, head, previous.indexed_commit if previous else None
@@ -284,7 +227,7 @@ class Mirror:
                 MirrorState(
                     repo=entry.name,
                     url=entry.url,
-                    default_ref=default_ref,
+                    default_ref=head_ref,
                     head=head,
                     synced_at=dt.datetime.now(dt.UTC).replace(microsecond=0),
                     indexed_commit=head,
@@ -415,61 +358,6 @@ class Mirror:
         texts = resolver.identify_license_files(tree)
         self.layout.write_licenses(name, IdentifiedLicenses(commit=head, texts=texts))
         return resolver.for_root(tree)
-
-    def _clone(self, entry: RepoEntry, repo_dir: Path) -> tuple[pygit2.Repository, int]:
-        repo_dir.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(
-            tempfile.mkdtemp(dir=repo_dir.parent, prefix=f".{repo_dir.name}.", suffix=".tmp")
-        )
-        try:
-            repo = pygit2.init_repository(str(staging), bare=True)
-            repo.remotes.create("origin", entry.url, fetch=FETCH_REFSPECS[0])
-            for refspec in FETCH_REFSPECS[1:]:
-                repo.remotes.add_fetch("origin", refspec)
-            objects = self._fetch_remote(entry, repo)
-            staging.rename(repo_dir)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        return pygit2.Repository(str(repo_dir)), objects
-
-    def _fetch(self, entry: RepoEntry, repo: pygit2.Repository) -> tuple[pygit2.Repository, int]:
-        if repo.remotes["origin"].url != entry.url:
-            repo.remotes.set_url("origin", entry.url)
-        return repo, self._fetch_remote(entry, repo)
-
-    def _fetch_remote(self, entry: RepoEntry, repo: pygit2.Repository) -> int:
-        """Fetch from the entry's remote; the number of objects received."""
-        self._report(entry.name, f"fetching {entry.url}")
-        try:
-            stats = repo.remotes["origin"].fetch(
-                callbacks=_Progress(entry.name, self._progress),
-                prune=pygit2.enums.FetchPrune.PRUNE,
-            )
-        except pygit2.GitError as exc:
-            raise SyncError(f"{entry.name}: cannot fetch {entry.url}: {exc}") from None
-        return int(stats.received_objects)
-
-    def _default_ref(self, entry: RepoEntry, repo: pygit2.Repository) -> str:
-        """The remote's default branch (its HEAD), recorded as the bare repository's HEAD."""
-        remote = repo.remotes["origin"]
-        try:
-            heads = remote.list_heads(callbacks=_Progress(entry.name, None))
-        except pygit2.GitError as exc:
-            raise SyncError(f"{entry.name}: cannot list {entry.url}: {exc}") from None
-        target = next(
-            (h.symref_target for h in heads if h.name == "HEAD" and h.symref_target), None
-        )
-        branches = sorted(r for r in repo.references if r.startswith("refs/heads/"))
-        if target not in branches:
-            target = next(
-                (b for b in ("refs/heads/main", "refs/heads/master") if b in branches), None
-            )
-            target = target or (branches[0] if branches else None)
-        if target is None:
-            raise SyncError(f"{entry.name}: {entry.url} has no branches")
-        repo.set_head(target)
-        return target
 
     def _index(
         self,

@@ -18,7 +18,7 @@ from tests.support.cache import MirroredCache, SourceFactory
 from tests.support.gitrepos import commit
 from tests.support.workers import MirrorProcess
 from worker.client import RepoReaderClient
-from worker.errors import AccessDenied, RevisionNotFound
+from worker.errors import AccessDenied, InternalError, RevisionNotFound
 from worker.repos.layout import CacheLayout
 from worker.service.embedded_nats import EmbeddedNats
 
@@ -122,6 +122,23 @@ def test_admin_rebuild_index(
                 SyncResponse,
             )
         )
+
+
+def test_a_sync_that_fails_answers_internal_with_what_failed(
+    nats_server: EmbeddedNats,
+    mirror_process: MirrorProcess,
+    cache: MirroredCache,
+    source: tuple[Path, str],
+) -> None:
+    """admin.sync of a repository whose upstream is gone answers INTERNAL naming the
+    repository and the cause; the published state stays."""
+    path, head = source
+    path.rename(path.with_name("moved"))
+    with pytest.raises(InternalError, match=r"^acme/sample: cannot fetch .*"):
+        asyncio.run(call(nats_server.url, Subject.ADMIN_SYNC, SyncRequest(), SyncResponse))
+    state = CacheLayout(cache.root).read_state("acme/sample")
+    assert state is not None
+    assert state.head == head
 
 
 def test_scheduled_syncs_follow_upstream(

@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -16,16 +14,16 @@ import pytest
 from structlog.testing import capture_logs
 
 from tests.support.cache import SAMPLE_FILES
-from tests.support.gateways import free_port
 from tests.support.gitrepos import commit, init_repo
 from tests.worker.licenses.conftest import license_text
 from worker.config import ConfigError
+from worker.errors import SyncError
 from worker.index import IndexStore
 from worker.index.store.graph_tables import read_graph
 from worker.index.store.history import current_generation, read_records
 from worker.index.views.graph.build import build_graph
 from worker.licenses.identify import TextLicense
-from worker.mirror.sync import Mirror, SyncError, SyncResult
+from worker.mirror.sync import Mirror, SyncResult
 from worker.repos.catalog import RepoCatalog
 from worker.repos.layout import CacheLayout, IdentifiedLicenses
 
@@ -144,57 +142,6 @@ def test_a_stored_graph_of_another_format_is_replaced_in_one_publish(tmp_path: P
     graph = read_graph(commit_dir)
     assert graph is not None
     assert graph.n_nodes > 0
-
-
-@pytest.fixture
-def git_daemon(tmp_path: Path) -> Iterator[tuple[Path, str]]:
-    """`git daemon` serving the repositories under a directory: (directory, base URL)."""
-    served = tmp_path / "served"
-    served.mkdir()
-    port = free_port()
-    daemon = subprocess.Popen(
-        [
-            "git", "daemon", "--reuseaddr", "--export-all", "--verbose",
-            f"--base-path={served}", "--listen=127.0.0.1", f"--port={port}",
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    assert daemon.stderr is not None
-    for line in daemon.stderr:
-        if "Ready to rumble" in line:
-            break
-    else:
-        raise RuntimeError(f"git daemon did not start ({daemon.wait()})")
-    yield served, f"git://127.0.0.1:{port}"
-    daemon.terminate()
-    daemon.wait(timeout=30)
-    daemon.stderr.close()
-
-
-def test_a_fetch_reports_progress_before_the_pack_arrives(
-    git_daemon: tuple[Path, str],
-) -> None:
-    """A fetch says at once what it fetches, then relays the server's own progress (counting
-    and compressing, which can take long for a large repository) before the transfer's."""
-    served, base_url = git_daemon
-    source = source_repo(served / "tool")
-    for i in range(40):  # objects enough for the server to count and compress
-        commit(source, {f"pkg/m{i}.py": f"def f{i}():\n    return {i}\n"}, message=f"m{i}")
-    messages: list[str] = []
-    mirror = Mirror(
-        served.parent / "cache",
-        served.parent / "cache" / "repo-reader.toml",
-        progress=lambda _n, m: messages.append(m),
-    )
-    mirror.add("acme/tool", f"{base_url}/tool")
-    mirror.sync()
-    assert messages[0] == f"fetching {base_url}/tool"
-    receiving = next(i for i, m in enumerate(messages) if m.startswith("receiving objects"))
-    remote = [m for m in messages[:receiving] if m.startswith("remote: ")]
-    assert any(m.startswith("remote: Counting objects:") for m in remote), messages
-    assert any(m.endswith("done.") for m in remote), messages
-    assert all("\r" not in m and "\n" not in m for m in messages)
 
 
 def test_resync_fetches_and_prunes(tmp_path: Path) -> None:
