@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, TypeAlias
 
 import msgspec
 
@@ -49,6 +49,24 @@ MESSAGES: Final[dict[Subject, tuple[type[msgspec.Struct], type[msgspec.Struct]]]
     Subject.ADMIN_REBUILD_INDEX: (RebuildIndexRequest, RebuildIndexResponse),
 }
 """Request and response type of every subject that is served (`MIRROR_SUBJECTS` by the mirror)."""
+
+WorkerRequest: TypeAlias = (
+    RepoReaderRequest
+    | CodeSearchRequest
+    | CodeReadRequest
+    | CodeListRequest
+    | GitHistoryRequest
+    | GitChurnRequest
+    | RepoStatusRequest
+    | GraphSearchRequest
+    | GraphTraverseRequest
+    | GraphRetrieveRequest
+    | GraphDiffRequest
+)
+"""A request of any subject workers serve (`WORKER_SUBJECTS`), for a handler to `match` on."""
+
+MirrorRequest: TypeAlias = DocsRegenerateRequest | SyncRequest | RebuildIndexRequest
+"""A request of any subject the mirror serves (`MIRROR_SUBJECTS`)."""
 
 BATCHED: Final[dict[Subject, str | None]] = {
     Subject.RESEARCH: "artifacts",

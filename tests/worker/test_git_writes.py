@@ -86,10 +86,10 @@ def reachable(start: str, parsed: dict[str, ast.Module]) -> set[str]:
 
 
 def test_only_the_mirror_and_the_docs_writer_write_to_git() -> None:
-    """Git writes happen in two modules: the mirror's sync (fetch into its bare repositories)
-    and the docs writer (commits on refs/repo-reader/docs)."""
+    """Git writes happen in two modules: the mirror's fetch (clone and fetch into its bare
+    repositories) and the docs writer (commits on refs/repo-reader/docs)."""
     writers = {name: calls for name, tree in modules().items() if (calls := git_writes(tree))}
-    assert set(writers) == {"worker.mirror.sync", "worker.docs.writer"}
+    assert set(writers) == {"worker.mirror.fetch", "worker.docs.writer"}
     assert writers["worker.docs.writer"] == {
         "create_commit", "create_blob", "TreeBuilder", "repo.references.create", "set_target",
     }  # fmt: skip

@@ -1,16 +1,16 @@
-"""The worker's capability table: each subject it serves and the handler that answers it.
+"""The worker's capabilities: each subject it serves and the handler that answers it.
 
-A handler turns its typed request into its subject's response Struct, with the facts worth
-logging; the server decodes the request before it and encodes (and batches) the answer after.
+The server decodes a request with its subject's type; `Worker.answer` dispatches on that
+type to a handler, which turns it into its subject's response Struct with the facts worth
+logging; the server encodes (and batches) the answer after.
 `serve` assembles a worker from its config and cache and runs it until SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import assert_never
 
 import pygit2
 import structlog
@@ -23,9 +23,10 @@ from contracts.graph import (
     GraphSearchRequest,
     GraphTraverseRequest,
 )
+from contracts.registry import WorkerRequest
 from contracts.repo import RepoStatusRequest
 from contracts.research import RepoReaderRequest, RepoReaderResponse
-from contracts.subjects import Subject
+from contracts.subjects import WORKER_SUBJECTS
 from worker.capabilities.code_files import CodeFiles
 from worker.capabilities.code_search.search import CodeSearch
 from worker.capabilities.graph.diff import GraphDiff
@@ -93,28 +94,42 @@ class Worker:
         self.graph_diff = GraphDiff(self.catalog, graphs)
 
     def capabilities(self) -> list[Capability]:
-        """The table: every subject a worker serves, its handler, enabled as the config says."""
-        table: list[tuple[Subject, Callable[[Any, RequestContext], Answer]]] = [
-            (Subject.RESEARCH, self._research),
-            (Subject.CODE_SEARCH, self._code_search),
-            (Subject.CODE_READ, self._code_read),
-            (Subject.CODE_LIST, self._code_list),
-            (Subject.GIT_HISTORY, self._git_history),
-            (Subject.GIT_CHURN, self._git_churn),
-            (Subject.REPO_STATUS, self._repo_status),
-            (Subject.GRAPH_SEARCH, self._graph_search),
-            (Subject.GRAPH_TRAVERSE, self._graph_traverse),
-            (Subject.GRAPH_RETRIEVE, self._graph_retrieve),
-            (Subject.GRAPH_DIFF, self._graph_diff),
-        ]
+        """Every subject a worker serves, enabled as the config says."""
         return [
             Capability(
                 subject=subject,
-                handle=handle,
                 enabled=self.config.capabilities.get(subject.capability).enabled,
             )
-            for subject, handle in table
+            for subject in WORKER_SUBJECTS
         ]
+
+    def answer(self, request: WorkerRequest, context: RequestContext) -> Answer:
+        """The answer to a request of any worker subject, by the request's type."""
+        match request:
+            case RepoReaderRequest():
+                return self._research(request, context)
+            case CodeSearchRequest():
+                return self._code_search(request, context)
+            case CodeReadRequest():
+                return self._code_read(request, context)
+            case CodeListRequest():
+                return self._code_list(request, context)
+            case GitHistoryRequest():
+                return self._git_history(request, context)
+            case GitChurnRequest():
+                return self._git_churn(request, context)
+            case RepoStatusRequest():
+                return self._repo_status(request, context)
+            case GraphSearchRequest():
+                return self._graph_search(request, context)
+            case GraphTraverseRequest():
+                return self._graph_traverse(request, context)
+            case GraphRetrieveRequest():
+                return self._graph_retrieve(request, context)
+            case GraphDiffRequest():
+                return self._graph_diff(request, context)
+            case _:
+                assert_never(request)
 
     def _research(self, request: RepoReaderRequest, context: RequestContext) -> Answer:
         answer = self.research.answer(request, deadline=context.deadline)
@@ -237,6 +252,7 @@ async def serve(
     service = WorkerService(
         nc,
         capabilities,
+        worker.answer,
         request_timeout=worker.config.server.request_timeout_seconds,
         concurrency=concurrency,
         admission=await RateLimiter.connect(

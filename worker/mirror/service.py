@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import functools
 from pathlib import Path
-from typing import Final
+from typing import Final, assert_never
 
 import structlog
 
@@ -30,6 +30,7 @@ from contracts.admin import (
     SyncResponse,
 )
 from contracts.docs import DocsRegenerateRequest, DocsRegenerateResponse, DocType, DocumentState
+from contracts.registry import MirrorRequest
 from contracts.subjects import MIRROR_SUBJECTS, Subject
 from worker.errors import AccessDenied, CapabilityDisabled, SyncError
 from worker.mirror.heartbeat import Heartbeat
@@ -60,16 +61,27 @@ class MirrorAdmin:
         self.mirror = mirror
 
     def capabilities(self) -> list[Capability]:
-        """docs.regenerate, admin.sync and admin.rebuild_index."""
+        """docs.regenerate (enabled as the config says), admin.sync and admin.rebuild_index."""
+        docs_enabled = self.mirror.config.capabilities.docs_regenerate.enabled
         return [
             Capability(
-                subject=Subject.DOCS_REGENERATE,
-                handle=self._regenerate_docs,
-                enabled=self.mirror.config.capabilities.docs_regenerate.enabled,
-            ),
-            Capability(subject=Subject.ADMIN_SYNC, handle=self._sync),
-            Capability(subject=Subject.ADMIN_REBUILD_INDEX, handle=self._rebuild_index),
+                subject=subject,
+                enabled=docs_enabled if subject == Subject.DOCS_REGENERATE else True,
+            )
+            for subject in MIRROR_SUBJECTS
         ]
+
+    def answer(self, request: MirrorRequest, context: RequestContext) -> Answer:
+        """The answer to a request of any mirror subject, by the request's type."""
+        match request:
+            case DocsRegenerateRequest():
+                return self._regenerate_docs(request, context)
+            case SyncRequest():
+                return self._sync(request, context)
+            case RebuildIndexRequest():
+                return self._rebuild_index(request, context)
+            case _:
+                assert_never(request)
 
     def _registered(self, name: str) -> str:
         entry = self.mirror.config.repo(name)
@@ -184,9 +196,11 @@ async def serve_mirror(
     admission = await RateLimiter.connect(
         connection.nc, mirror.config.capabilities, list(MIRROR_SUBJECTS)
     )
+    admin = MirrorAdmin(mirror)
     service = WorkerService(
         connection.nc,
-        MirrorAdmin(mirror).capabilities(),
+        admin.capabilities(),
+        admin.answer,
         request_timeout=ADMIN_TIMEOUT_SECONDS,
         admission=admission,
         ready_file=ready_file,

@@ -118,7 +118,7 @@ async def _create_consumer(js: JetStreamContext, settings: StreamSettings) -> No
 class DurableRequests:
     """Pulls durable requests for one worker and answers them through its service."""
 
-    def __init__(self, nc: NATS, service: WorkerService, *, concurrency: int) -> None:
+    def __init__(self, nc: NATS, service: WorkerService[Any], *, concurrency: int) -> None:
         self._nc = nc
         self._service = service
         self._slots = asyncio.Semaphore(concurrency)

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 import msgspec
 import nats
@@ -52,6 +52,8 @@ from worker.service.replies import body_budget, reply_messages
 
 log = structlog.get_logger(__name__)
 
+RequestT = TypeVar("RequestT", bound=msgspec.Struct)
+
 
 @dataclass(frozen=True, slots=True)
 class RequestContext:
@@ -76,12 +78,16 @@ class Answer:
 
 @dataclass(frozen=True, slots=True)
 class Capability:
-    """One subject and its (blocking) handler; the request type is the subject's own
-    (`contracts.registry.MESSAGES`)."""
+    """One subject a service serves, and whether its config enables it; the request type is
+    the subject's own (`contracts.registry.MESSAGES`)."""
 
     subject: Subject
-    handle: Callable[[Any, RequestContext], Answer]
     enabled: bool = True
+
+
+Handler = Callable[[RequestT, RequestContext], Answer]
+"""Answers a decoded request of any subject its service serves (blocking, in the service's
+thread pool), dispatching on the request's type."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,13 +116,15 @@ def service_version() -> str:
         return "0.0.0"
 
 
-class WorkerService:
-    """Serves `capabilities` on `nc` as the `repo_reader` micro service."""
+class WorkerService(Generic[RequestT]):
+    """Serves `capabilities` on `nc` as the `repo_reader` micro service, each request
+    answered by `handler`."""
 
     def __init__(
         self,
         nc: NATS,
         capabilities: Sequence[Capability],
+        handler: Handler[RequestT],
         *,
         request_timeout: float,
         concurrency: int = 1,
@@ -130,6 +138,7 @@ class WorkerService:
         self._nc = nc
         self._identity = (name, queue_group, description)
         self._capabilities = {c.subject: c for c in capabilities}
+        self._handler = handler
         self._codecs = Codecs({c.subject: MESSAGES[c.subject][0] for c in capabilities})
         self._timeout = request_timeout
         self._concurrency = concurrency
@@ -255,7 +264,7 @@ class WorkerService:
         call = functools.partial(
             contextvars.copy_context().run,
             _answered,
-            capability.handle,
+            self._handler,
             message,
             context,
             codec,
@@ -294,8 +303,8 @@ class WorkerService:
 
 
 def _answered(
-    handle: Callable[[Any, RequestContext], Answer],
-    message: Any,
+    handle: Handler[RequestT],
+    message: RequestT,
     context: RequestContext,
     codec: Codec,
     max_payload: int,
@@ -390,7 +399,7 @@ async def connect_service(
 
 
 async def run_service(
-    service: WorkerService,
+    service: WorkerService[Any],
     stop: asyncio.Event | None = None,
     *,
     closed: asyncio.Event | None = None,

@@ -110,6 +110,6 @@ def test_logs_are_json_with_request_facts(nats_server: EmbeddedNats, sample: Mir
 
 
 def test_the_table_serves_every_worker_subject_once(cache: MirroredCache) -> None:
-    """A worker's table answers each worker subject with one handler, and no mirror subject."""
+    """A worker serves each worker subject once, and no mirror subject."""
     served = [c.subject for c in Worker(cache.config, cache.root).capabilities()]
     assert sorted(served) == sorted(WORKER_SUBJECTS)
