@@ -46,7 +46,10 @@ from worker.index.views.text import CommitIndex
 STATE_FILES = ("graph_files.arrow", "graph_reads.arrow", "graph_imports.arrow", "graph_bases.arrow")
 STATE_VERSION = 2
 """The version of the state stored (`"state"` in graph.json; none: no state). 2: a look
-among another file's definitions is read by name, not as the whole file's (1, `true`)."""
+among another file's definitions is read by name, not as the whole file's (1, `true`).
+
+Apart from the segments' FORMAT_VERSION because the state is derived per commit: a change
+to it costs the next commit one whole graph build, not every blob's analysis again."""
 GRAPH_FILES = ("graph_nodes.arrow", "graph_edges.arrow", *STATE_FILES, "graph.json")
 
 
