@@ -41,13 +41,13 @@ from worker.licenses import LicenseCache
 from worker.repos.catalog import RepoCatalog
 from worker.repos.layout import CacheLayout
 from worker.service.admission import RateLimiter
+from worker.service.connection import connect_service
 from worker.service.durable import DurableRequests
 from worker.service.server import (
     Answer,
     Capability,
     RequestContext,
     WorkerService,
-    connect_service,
     run_service,
 )
 

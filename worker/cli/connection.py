@@ -12,7 +12,7 @@ async def connect(url: str, *, timeout: float, **options: Any) -> RepoReaderClie
     """A `RepoReaderClient` on `url` with the user, password and inbox prefix of
     `NatsCredentials.from_environment`; `options` go to `RepoReaderClient.connect`."""
     from worker.client import RepoReaderClient
-    from worker.service.server import NatsCredentials
+    from worker.service.connection import NatsCredentials
 
     credentials = NatsCredentials.from_environment()
     return await RepoReaderClient.connect(

@@ -337,8 +337,8 @@ def _serve(args: argparse.Namespace, cache: Path) -> int:
 async def _provision(args: argparse.Namespace) -> int:
     import nats
 
+    from worker.service.connection import NatsCredentials
     from worker.service.provision import provision
-    from worker.service.server import NatsCredentials
 
     credentials = NatsCredentials.from_environment()
     nc = await nats.connect(

@@ -28,6 +28,7 @@ async def run_replay(args: argparse.Namespace) -> int:
 
     import nats
 
+    from worker.service.connection import NatsCredentials
     from worker.service.replay import (
         differences,
         read_answers,
@@ -35,7 +36,6 @@ async def run_replay(args: argparse.Namespace) -> int:
         replay,
         write_answers,
     )
-    from worker.service.server import NatsCredentials
 
     credentials = NatsCredentials.from_environment()
     options = {"user": credentials.user, "password": credentials.password}

@@ -24,8 +24,8 @@ from contracts.subjects import Subject
 from worker.client import RepoReaderClient
 from worker.errors import RepoReaderFailure
 from worker.service.codec import invalid_request
+from worker.service.connection import NatsCredentials
 from worker.service.replies import answer_fields, join_batches
-from worker.service.server import NatsCredentials
 from worker.version import product_version
 
 

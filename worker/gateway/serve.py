@@ -10,9 +10,9 @@ from types import FrameType
 import uvicorn
 
 from worker.gateway.jsonrpc import create_app
+from worker.service.connection import NatsCredentials
 from worker.service.interrupts import exit_at_once, interruptible
 from worker.service.readiness import write_ready
-from worker.service.server import NatsCredentials
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9876

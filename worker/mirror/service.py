@@ -37,12 +37,12 @@ from worker.mirror.heartbeat import Heartbeat
 from worker.mirror.sync import Mirror
 from worker.repos.registry import lookup_repo
 from worker.service.admission import RateLimiter
+from worker.service.connection import connect_service
 from worker.service.server import (
     Answer,
     Capability,
     RequestContext,
     WorkerService,
-    connect_service,
     run_service,
 )
 

@@ -19,9 +19,8 @@ from tests.support.cache import MirroredCache, SourceFactory
 from tests.support.gitrepos import MIT_LICENSE, Content
 from tests.support.workers import WorkerProcess
 from worker.client import RepoReaderClient
-from worker.errors import CapabilityDisabled, ConfigError, InternalError, InvalidRequest
+from worker.errors import CapabilityDisabled, InternalError, InvalidRequest
 from worker.service.embedded_nats import EmbeddedNats
-from worker.service.server import NatsCredentials
 
 
 @pytest.fixture
@@ -300,35 +299,3 @@ def test_a_worker_whose_connection_is_gone_for_good_exits_and_is_not_ready(
         assert worker.wait(timeout=60) != 0
         assert not worker.ready_file.exists()
     assert '"worker.connection_lost"' in worker.logs()
-
-
-@pytest.mark.parametrize(
-    ("environment", "prefix"),
-    [
-        ({"REPO_READER_NATS_USER": "worker"}, "_INBOX_worker"),
-        ({}, "_INBOX"),
-        (
-            {"REPO_READER_NATS_USER": "worker", "REPO_READER_NATS_INBOX_PREFIX": "_INBOX_w2"},
-            "_INBOX_w2",
-        ),
-    ],
-)
-def test_service_replies_come_to_the_users_inbox_prefix(
-    monkeypatch: pytest.MonkeyPatch, environment: dict[str, str], prefix: str
-) -> None:
-    """A service's inbox prefix is REPO_READER_NATS_INBOX_PREFIX, else `_INBOX_<user>`."""
-    for variable in ("REPO_READER_NATS_USER", "REPO_READER_NATS_INBOX_PREFIX"):
-        monkeypatch.delenv(variable, raising=False)
-    for variable, value in environment.items():
-        monkeypatch.setenv(variable, value)
-    assert NatsCredentials.from_environment().inbox_prefix == prefix
-
-
-def test_a_user_that_cannot_name_an_inbox_is_a_config_error(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A user name with a '.' and no explicit prefix stops start-up with the variable to set."""
-    monkeypatch.delenv("REPO_READER_NATS_INBOX_PREFIX", raising=False)
-    monkeypatch.setenv("REPO_READER_NATS_USER", "team.worker")
-    with pytest.raises(ConfigError, match="REPO_READER_NATS_INBOX_PREFIX"):
-        NatsCredentials.from_environment()
