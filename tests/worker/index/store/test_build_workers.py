@@ -204,6 +204,19 @@ def test_build_workers_leave_inherited_objects_out_of_collection() -> None:
     assert frozen > 10_000  # numpy, Arrow and the grammars' objects, preloaded
 
 
+def _huge_pages_allowed(status: str) -> str:
+    return status.split("THP_enabled:", 1)[1].split(maxsplit=1)[0]
+
+
+def test_build_workers_run_off_huge_pages_and_leave_their_parent_on() -> None:
+    """A build worker's memory is never on transparent huge pages; its parent's may be."""
+    pool = build_workers.build_pool(1)
+    with pool.executor:
+        status = pool.executor.submit(Path.read_text, Path("/proc/self/status")).result()
+    assert _huge_pages_allowed(status) == "0"
+    assert _huge_pages_allowed(Path("/proc/self/status").read_text()) == "1"
+
+
 def test_warm_up_has_a_sample_for_every_parsed_language() -> None:
     """Each grammar has a sample path, and the path is parsed with that grammar."""
     paths = build_workers._SAMPLE_PATHS
