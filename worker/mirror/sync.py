@@ -368,10 +368,12 @@ class Mirror:
     ) -> _IndexTimings:
         """Store the index of `commit`, every view of it (only changed blobs cost), with the
         entity graph the index gives (resolving again only what may differ from the graph of
-        `previous_commit`, when it is stored) published in the same rename."""
+        `previous_commit`, when it is stored) published in the same rename; off huge pages
+        while it builds (see `huge_pages_off`)."""
         from worker.index import build_commit_index
         from worker.index.store.build import repo_index_dir
         from worker.index.store.graph_tables import GraphView
+        from worker.index.store.huge_pages import huge_pages_off
 
         workers = self._index_workers()
         self._report(entry.name, f"indexing {commit[:12]} ({workers} processes)")
@@ -382,15 +384,16 @@ class Mirror:
             if previous_commit is not None and previous_commit != commit
             else None
         )
-        build_commit_index(
-            self.layout.root,
-            entry.name,
-            repo,
-            commit,
-            max_blob_bytes=self.config.server.max_blob_bytes,
-            workers=workers,
-            derived=graph,
-        )
+        with huge_pages_off():
+            build_commit_index(
+                self.layout.root,
+                entry.name,
+                repo,
+                commit,
+                max_blob_bytes=self.config.server.max_blob_bytes,
+                workers=workers,
+                derived=graph,
+            )
         seconds = time.monotonic() - started
         if graph.built is not None:
             log.info(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from structlog.testing import capture_logs
 
 from tests.support.cache import SAMPLE_FILES
 from tests.support.gitrepos import commit, init_repo
+from tests.support.workers import PROJECT_ROOT
 from tests.worker.licenses.conftest import license_text
 from worker.config import ConfigError
 from worker.errors import SyncError
@@ -370,3 +373,48 @@ def test_rebuilding_an_old_revision_never_removes_the_head(tmp_path: Path) -> No
     mirror.rebuild_index("acme/tool", first)
     commits_dir = tmp_path / "cache" / "index" / "acme" / "tool" / "commits"
     assert {p.name for p in commits_dir.iterdir()} == {first, result.head}
+
+
+_SYNC_WATCHING_HUGE_PAGES = """
+import sys
+from pathlib import Path
+
+import worker.index
+from tests.support.cache import SAMPLE_FILES
+from tests.support.gitrepos import commit, init_repo
+from tests.support.workers import PROJECT_ROOT
+from tests.support.processes import SELF_STATUS, huge_pages_allowed
+from worker.mirror.sync import Mirror
+
+during = []
+build = worker.index.build_commit_index
+
+
+def observed(*args, **kwargs):
+    during.append(huge_pages_allowed(SELF_STATUS.read_text()))
+    return build(*args, **kwargs)
+
+
+worker.index.build_commit_index = observed
+root = Path(sys.argv[1])
+commit(init_repo(root / "src"), SAMPLE_FILES, message="first")
+mirror = Mirror(root / "cache", root / "cache" / "repo-reader.toml")
+mirror.add("acme/tool", str(root / "src"))
+before = huge_pages_allowed(SELF_STATUS.read_text())
+mirror.sync()
+print(before, *during, huge_pages_allowed(SELF_STATUS.read_text()))
+"""
+
+
+def test_a_sync_builds_off_huge_pages_and_puts_the_process_back(tmp_path: Path) -> None:
+    """The mirror's process is off huge pages while it builds an index, and back after."""
+    done = subprocess.run(
+        [sys.executable, "-c", _SYNC_WATCHING_HUGE_PAGES, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].split() == ["True", "False", "True"]

@@ -11,7 +11,6 @@ pool serves one build.
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import multiprocessing
 import multiprocessing.context
@@ -33,6 +32,7 @@ import structlog
 
 from worker.index.analysis.grammars import PARSED_LANGUAGES, grammar_of
 from worker.index.analysis.segment_builder import BlobSource, SegmentBuilder
+from worker.index.store.huge_pages import keep_off_huge_pages
 from worker.languages import EXTENSIONS
 from worker.logs import configure_logging, configured_level
 from worker.repos.layout import read_mirrored_objects_unhashed
@@ -44,8 +44,6 @@ _shared: dict[str, Synchronized[int]] = {}
 _gate: list[Barrier] = []
 """In a build worker: the barrier every worker of its pool passes when started ahead."""
 _START_TIMEOUT: Final = 60.0
-_PR_SET_THP_DISABLE: Final = 41
-"""prctl(2)'s option that keeps a process off transparent huge pages (Linux 3.15 on)."""
 _SAMPLE: Final = b"def handleRequest(self, request_id):\n    return parse_url({self.base_url})\n"
 """Parsed under every grammar: with braces, as C text must have to be parsed at all."""
 
@@ -145,30 +143,13 @@ def _start_worker(counter: Synchronized[int], gate: Barrier, log_level: str | No
     """
     if log_level is not None:
         configure_logging(log_level)
-    _without_huge_pages()
+    keep_off_huge_pages()
     _exit_with_parent()
     read_mirrored_objects_unhashed()
     _shared["next"] = counter
     _gate[:] = [gate]
     warm_up()
     gc.freeze()
-
-
-def _without_huge_pages() -> None:
-    """In a build worker: page faults fill small pages, never transparent huge ones.
-
-    NumPy asks for huge pages on every array of 4 MB or more, and Arrow's buffers were found
-    on them too. A worker's large arrays live for one batch or one segment and are written
-    once or twice, then freed and allocated again: each huge page's first touch has the
-    kernel zero 2 MB, after compacting memory to find them when it must (the default for
-    memory that asked). That costs more than the page-table walks huge pages save on memory
-    touched so few times. A kernel without the option leaves the worker as it is.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0:
-        log.debug("index.build_worker.huge_pages_kept", errno=ctypes.get_errno())
 
 
 def _exit_with_parent() -> None:

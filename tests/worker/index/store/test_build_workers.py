@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.workers import PROJECT_ROOT
 from tests.worker.index.conftest import RepoFactory, handler_files
 from worker.index import build_commit_index
 from worker.index.analysis.grammars import PARSED_LANGUAGES, grammar_of
@@ -204,17 +205,32 @@ def test_build_workers_leave_inherited_objects_out_of_collection() -> None:
     assert frozen > 10_000  # numpy, Arrow and the grammars' objects, preloaded
 
 
-def _huge_pages_allowed(status: str) -> str:
-    return status.split("THP_enabled:", 1)[1].split(maxsplit=1)[0]
-
-
-def test_build_workers_run_off_huge_pages_and_leave_their_parent_on() -> None:
-    """A build worker's memory is never on transparent huge pages; its parent's may be."""
+_POOL_THEN_STATUS = """
+from tests.support.processes import SELF_STATUS, huge_pages_allowed
+from worker.index.store import build_workers
+if __name__ == "__main__":
     pool = build_workers.build_pool(1)
     with pool.executor:
-        status = pool.executor.submit(Path.read_text, Path("/proc/self/status")).result()
-    assert _huge_pages_allowed(status) == "0"
-    assert _huge_pages_allowed(Path("/proc/self/status").read_text()) == "1"
+        status = pool.executor.submit(SELF_STATUS.read_text).result()
+    print(huge_pages_allowed(status), huge_pages_allowed(SELF_STATUS.read_text()))
+"""
+
+
+def test_build_workers_run_off_huge_pages_and_leave_their_parent_on(tmp_path: Path) -> None:
+    """A build worker's memory is never on transparent huge pages; its parent's may be."""
+    script = tmp_path / "pool_then_status.py"
+    script.write_text(_POOL_THEN_STATUS)
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
 
 
 def test_warm_up_has_a_sample_for_every_parsed_language() -> None:
