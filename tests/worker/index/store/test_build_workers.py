@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.workers import PROJECT_ROOT
+from tests.support.processes import last_line_printed
 from tests.worker.index.conftest import RepoFactory, handler_files
 from worker.index import build_commit_index
 from worker.index.analysis.grammars import PARSED_LANGUAGES, grammar_of
@@ -216,21 +216,9 @@ if __name__ == "__main__":
 """
 
 
-def test_build_workers_run_off_huge_pages_and_leave_their_parent_on(tmp_path: Path) -> None:
+def test_build_workers_run_off_huge_pages_and_leave_their_parent_on() -> None:
     """A build worker's memory is never on transparent huge pages; its parent's may be."""
-    script = tmp_path / "pool_then_status.py"
-    script.write_text(_POOL_THEN_STATUS)
-    done = subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        cwd=PROJECT_ROOT,
-        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["False", "True"]
+    assert last_line_printed(_POOL_THEN_STATUS) == ["False", "True"]
 
 
 def test_warm_up_has_a_sample_for_every_parsed_language() -> None:

@@ -5,25 +5,17 @@ The setting is a process's own: each test runs its process in a child.
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from tests.support.processes import last_line_printed
 
-from tests.support.workers import PROJECT_ROOT
+_HEAD = """
+from tests.support.processes import SELF_STATUS, huge_pages_allowed
+def allowed(): return huge_pages_allowed(SELF_STATUS.read_text())
+"""
 
 
 def _report(script: str) -> list[str]:
-    """What `script` prints, run in a fresh child process with the project importable."""
-    head = "from tests.support.processes import SELF_STATUS, huge_pages_allowed\n"
-    head += "def allowed(): return huge_pages_allowed(SELF_STATUS.read_text())\n"
-    done = subprocess.run(
-        [sys.executable, "-c", head + script],
-        capture_output=True,
-        text=True,
-        cwd=PROJECT_ROOT,
-        check=True,
-        timeout=60,
-    )
-    return done.stdout.split()
+    """What `script` prints last, run in a fresh child process with `allowed()` defined."""
+    return last_line_printed(_HEAD + script)
 
 
 def test_a_process_kept_off_huge_pages_is_off_them_from_then_on() -> None:
