@@ -32,6 +32,7 @@ import structlog
 
 from worker.index.analysis.grammars import PARSED_LANGUAGES, grammar_of
 from worker.index.analysis.segment_builder import BlobSource, SegmentBuilder
+from worker.index.store.freed_memory import keep_freed_memory
 from worker.index.store.huge_pages import keep_off_huge_pages
 from worker.languages import EXTENSIONS
 from worker.logs import configure_logging, configured_level
@@ -134,9 +135,9 @@ def next_item() -> Synchronized[int]:
 
 def _start_worker(counter: Synchronized[int], gate: Barrier, log_level: str | None) -> None:
     """Pool initializer: logging set up as in the process that started the pool (when it
-    was); off transparent huge pages; the index of the next blob no worker has taken and the
-    pool's start barrier; blobs read without hashing them again; warmed up; what the fork
-    server made left out of garbage collection.
+    was); off transparent huge pages, keeping the memory it frees; the index of the next
+    blob no worker has taken and the pool's start barrier; blobs read without hashing them
+    again; warmed up; what the fork server made left out of garbage collection.
 
     A full collection walks every object the worker inherited (numpy, Arrow, the grammars)
     and writes to each, so the worker would copy their pages. Frozen, they are never walked.
@@ -144,6 +145,7 @@ def _start_worker(counter: Synchronized[int], gate: Barrier, log_level: str | No
     if log_level is not None:
         configure_logging(log_level)
     keep_off_huge_pages()
+    keep_freed_memory()
     _exit_with_parent()
     read_mirrored_objects_unhashed()
     _shared["next"] = counter
