@@ -1,4 +1,4 @@
-"""Tests for keeping a build worker's freed memory for its next batch.
+"""Tests for keeping a build worker's freed memory for its next segment.
 
 The setting is a process's own: each test runs its process in a child.
 """
