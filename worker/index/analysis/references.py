@@ -1,45 +1,38 @@
-"""The entities of a batch of blobs and what each refers to: imports, calls, bases.
+"""What each entity of a batch of blobs refers to: imports, calls, bases.
 
-Entities are the definitions the parser found (`definitions`), contained in one another and
-in their blob. References are written as the source writes them (`os.path.join`, `./util`,
-`linux/slab.h`), except a call through a Go method's receiver, whose name is the method's
-own choice: `c.Next` in `func (c *Context)` is stored as `this.Next`. Each is held by the
-innermost entity whose lines hold it (-1: the file itself). Calls are found lexically,
-outside comments and strings (see `call_kernels`), one per (entity, callee), at its first
-line; imports by each language's statements (see `imports`); bases from the parse, and for
-Python from the class header. Nothing is resolved here: the graph view resolves per commit,
-and drops what it cannot resolve.
+References are written as the source writes them (`os.path.join`, `./util`, `linux/slab.h`),
+except a call through a Go method's receiver, whose name is the method's own choice: `c.Next`
+in `func (c *Context)` is stored as `this.Next`. Each is held by the innermost entity whose
+lines hold it (-1: the file itself; see `entities`). Calls are found lexically (see `calls`);
+imports by each language's statements (see `imports`); bases from the parse, and for Python
+from the class header. Nothing is resolved here: the graph view resolves per commit, and
+drops what it cannot resolve.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Final, NamedTuple
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from worker.index.analysis.definitions import MAX_NESTING, Definitions
+from worker.index.analysis.batch_text import BatchText
+from worker.index.analysis.calls import batch_calls, family_lexemes
+from worker.index.analysis.definitions import Definitions
+from worker.index.analysis.entities import BatchEntities, innermost
 from worker.index.analysis.imports import c_includes, imports
-from worker.index.analysis.lexers import (
-    BatchLexemes,
-    c_lexemes,
-    inside,
-    moved_to_batch,
-    python_lexemes,
-)
+from worker.index.analysis.lexers import BatchLexemes, inside
 from worker.index.analysis.local_types import HEADER_TYPED, TYPED_GRAMMARS, declarations
-from worker.index.analysis.more_calls import MORE_CALLS, WRITTEN_SUPER
+from worker.index.analysis.more_calls import WRITTEN_SUPER
 
 I64 = npt.NDArray[np.int64]
 Spans = tuple[I64, I64]
-U64 = npt.NDArray[np.uint64]
 U8 = npt.NDArray[np.uint8]
 
 
@@ -55,96 +48,13 @@ RELATION_NAMES: Final = tuple(relation.name.lower() for relation in Relation)
 """The relations by code, as the graph names them (`import`, `invoke`, `inherit`)."""
 
 
-class _Lexing(NamedTuple):
-    """How C's lexer reads a language (see `lexers.c_lexemes`)."""
-
-    directives: bool = True
-    raw_strings: bool = False
-    text_blocks: bool = False
-
-
-_PLAIN: Final = _Lexing()
-_C_LEXING: Final = {
-    "c": _PLAIN,
-    "cpp": _PLAIN,
-    "rust": _PLAIN,
-    "java": _Lexing(text_blocks=True),
-    "go": _Lexing(directives=False, raw_strings=True),
-    "javascript": _Lexing(directives=False),
-    "typescript": _Lexing(directives=False),
-    "tsx": _Lexing(directives=False),
-    "php": _PLAIN,
-    "csharp": _PLAIN,
-    "kotlin": _Lexing(directives=False, text_blocks=True),
-}
-"""The languages read with C's lexer and word lists, and how. Rust's `#[...]` attributes are
-skipped as directives; Go's backticks are raw strings; Java's three quotes open a text
-block, as they open a raw string in Kotlin; in JavaScript a `#` starts a private member's
-name; PHP's `#` comments read as directives do, as do C#'s `#region` and `#if`."""
 _INCLUDING: Final = frozenset({"c", "cpp"})
 """The languages whose imports are `#include` directives (see `imports.c_includes`)."""
-_PYTHON_LEXED: Final = ("python", "ruby")
-"""The languages read with Python's lexer (`#` comments, quoted strings), each with its own
-word lists."""
-_NOT_CALLED: Final = {
-    "python": (
-        "if elif while for return not and or in is assert del except with yield lambda def "
-        "class await from import global nonlocal async else try finally pass print exec "
-        "raise match case"
-    ),
-    "ruby": "if elsif unless until while for return not and or in def class module yield "
-    "super defined when case then do begin rescue ensure lambda proc raise else end self nil "
-    "true false next break redo retry alias undef __method__",
-    "c": (
-        "if for while switch return sizeof typeof __typeof__ __typeof alignof _Alignof "
-        "__alignof__ defined __attribute__ __attribute _Static_assert static_assert asm __asm__ "
-        "__asm volatile __volatile__ catch function func fn do else case throw synchronized "
-        "using decltype noexcept alignas __declspec operator template import match loop unsafe "
-        "async await yield instanceof in of delete void with foreach defer select range struct "
-        "isset empty unset list array declare "
-        "union enum class interface extends implements this new"
-    ),
-}
-"""Words that look like a call before `(` and are not one (`if (`, `sizeof (`)."""
-_CALL_AFTER: Final = {
-    "python": "return else not and or in is if elif while await yield assert raise del with from",
-    "c": (
-        "return else case do new throw await yield typeof delete void in of instanceof go "
-        "defer sizeof co_await co_return co_yield default extends range move if while match "
-        "echo print"
-    ),
-}
-"""Words after which `name(` is still a call; after any other word it declares `name`."""
-_DECLARED_AFTER: Final = {"ruby": "def"}
-"""Languages where a call may follow any word (Ruby's `redirect to(path)`): the words after
-which `name(` declares `name` instead."""
 _PY_CLASS_HEAD: Final = re.compile(rb"[ \t]*class[ \t]+\w+[ \t]*\(")
 _HEADER_BYTES: Final = 400
 """How far a definition's first lines are read for its parameters."""
 _HEAD: Final = r"^(?P<head>[A-Za-z_$][\w$]*)(?:\.|::|->)(?P<rest>.+)"
 """A chain's first name and the rest after its separator."""
-
-
-def _hashes(words: str) -> U64:
-    from worker.index.analysis.call_kernels import name_hash
-
-    return np.array(sorted(name_hash(w.encode()) for w in words.split()), dtype=np.uint64)
-
-
-@dataclass(frozen=True, slots=True)
-class BatchEntities:
-    """A batch's entities, blob by blob in pre-order; rows 0-based and the blob's own."""
-
-    blob: I64
-    """The index of each one's blob in the batch."""
-    parent: I64
-    """The row (in this batch) of the entity each is nested in, -1 at the top of its blob."""
-    start_row: I64
-    end_row: I64
-    name_row: I64
-    """The row of each one's name (see `Definitions.name_row`)."""
-    name: list[str]
-    kind: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,67 +70,6 @@ class BatchReferences:
     row: I64
 
 
-def batch_entities(found: Sequence[Definitions]) -> BatchEntities:
-    """Every blob's definitions as one table (parents renumbered to batch rows)."""
-    sizes = np.fromiter((len(d.symbol) for d in found), dtype=np.int64, count=len(found))
-    firsts = np.zeros(len(found), dtype=np.int64)
-    np.cumsum(sizes[:-1], out=firsts[1:])
-    empty = np.zeros(0, np.int64)
-    blob = np.repeat(np.arange(len(found), dtype=np.int64), sizes)
-    parent = np.concatenate([empty] + [d.parent for d in found])
-    parent = np.where(parent >= 0, parent + firsts[blob], -1)
-    return BatchEntities(
-        blob=blob,
-        parent=parent,
-        start_row=np.concatenate([empty] + [d.start_row for d in found]),
-        end_row=np.concatenate([empty] + [d.end_row for d in found]),
-        name_row=np.concatenate([empty] + [d.name_row for d in found]),
-        name=[name for d in found for name in d.symbol],
-        kind=[kind for d in found for kind in d.kind],
-    )
-
-
-class _Text:
-    """The batch's blobs joined by b"\\n", with where each blob and each line starts."""
-
-    def __init__(self, text: bytes, datas: Sequence[bytes], newlines: I64 | None = None) -> None:
-        self.data = text
-        self.a: U8 = np.frombuffer(text, dtype=np.uint8)
-        sizes = np.fromiter(map(len, datas), dtype=np.int64, count=len(datas))
-        self.starts = np.zeros(len(datas), dtype=np.int64)
-        np.cumsum(sizes[:-1] + 1, out=self.starts[1:])
-        self.ends = self.starts + sizes
-        self.newlines = np.flatnonzero(self.a == 10) if newlines is None else newlines
-        # The global row each blob's first row is.
-        self.row0 = np.searchsorted(self.newlines, self.starts)
-
-    def row_start(self, row: I64) -> I64:
-        """Where each global row starts in the text."""
-        starts = np.zeros(len(row), dtype=np.int64)
-        inner = row > 0
-        starts[inner] = self.newlines[row[inner] - 1] + 1
-        return starts
-
-
-def _innermost(entities: BatchEntities, text: _Text, blob: I64, row: I64) -> I64:
-    """The entity (batch row) whose lines hold each (blob, blob row), innermost; else -1."""
-    if not len(entities.blob) or not len(blob):
-        return np.full(len(blob), -1, dtype=np.int64)
-    key = text.row0[entities.blob] + entities.start_row
-    site = text.row0[blob] + row
-    # Pre-order within a blob: the last entity starting at or before the row, then up
-    # through its parents to one that still holds the row.
-    entity = np.searchsorted(key, site, side="right") - 1
-    entity = np.where((entity >= 0) & (entities.blob[np.maximum(entity, 0)] == blob), entity, -1)
-    for _ in range(MAX_NESTING + 1):
-        safe = np.maximum(entity, 0)
-        outside = (entity >= 0) & (entities.end_row[safe] < row)
-        if not outside.any():
-            break
-        entity = np.where(outside, entities.parent[safe], entity)
-    return entity
-
-
 def _slices(a: U8, start: I64, end: I64) -> pa.Array:
     """The byte ranges of `a` as an Arrow string array, gathered without Python objects."""
     lengths = end - start
@@ -233,130 +82,6 @@ def _slices(a: U8, start: I64, end: I64) -> pa.Array:
     )
     # Identifiers and `.`/`::`/`->`: ASCII, so valid UTF-8.
     return binary.cast(pa.large_string()).cast(pa.string())
-
-
-def _calls(
-    text: _Text,
-    grammars: Sequence[str],
-    entities: BatchEntities,
-    lexed: Mapping[str, BatchLexemes],
-    read: list[Spans],
-) -> tuple[I64, I64, I64, I64, I64]:
-    """(blob, entity, row, start, end) of each distinct call per (blob, entity, callee).
-
-    The lexemes read on the way (comments, strings) are added to `read`.
-    """
-    from worker.index.analysis.call_kernels import call_sites
-
-    parts: list[tuple[I64, I64, U64]] = []
-    capacity = int(np.count_nonzero(text.a == 0x28))  # a call site per `(` at most
-    # The outliners read Python, C and C++ with the plain lexers: their lexemes serve those.
-    groups = [
-        (family, [i for i, g in enumerate(grammars) if g == family], _PLAIN)
-        for family in _PYTHON_LEXED
-    ]
-    groups += [
-        ("c", [i for i, g in enumerate(grammars) if _C_LEXING.get(g) == lexing], lexing)
-        for lexing in sorted(set(_C_LEXING.values()))
-    ]
-    for family, members, lexing in groups:
-        if not members:
-            continue
-        at = np.asarray(members, dtype=np.int64)
-        reused = lexed.get(family) if lexing == _PLAIN else None  # (none is Ruby's)
-        skip_starts, skip_ends = _lexemes(text, family, at, reused, lexing)
-        read.append((skip_starts, skip_ends))
-        out_start = np.empty(capacity, np.int64)
-        out_end = np.empty(capacity, np.int64)
-        out_hash = np.empty(capacity, np.uint64)
-        out_before = np.empty(capacity, np.uint64)
-        n = call_sites(
-            text.a,
-            text.starts[at],
-            text.ends[at],
-            skip_starts.astype(np.int64),
-            skip_ends.astype(np.int64),
-            family == "c",
-            out_start,
-            out_end,
-            out_hash,
-            out_before,
-        )
-        before = out_before[:n]
-        called = ~np.isin(out_hash[:n], _hashes(_NOT_CALLED[family]))
-        if family in _DECLARED_AFTER:
-            called &= ~np.isin(before, _hashes(_DECLARED_AFTER[family]))
-        else:
-            called &= (before == 0) | np.isin(before, _hashes(_CALL_AFTER[family]))
-        start, end = out_start[:n][called], out_end[:n][called]
-        parts.append((start, end, out_hash[:n][called]))
-        if family in MORE_CALLS:
-            parts.append(_more_calls(text, family, at, skip_starts, skip_ends))
-    empty = np.zeros(0, np.int64)
-    if not parts:
-        return empty, empty, empty, empty, empty
-    start = np.concatenate([p[0] for p in parts])
-    end = np.concatenate([p[1] for p in parts])
-    hashes = np.concatenate([p[2] for p in parts])
-    order = np.argsort(start, kind="stable")
-    start, end, hashes = start[order], end[order], hashes[order]
-    blob = np.searchsorted(text.starts, start, side="right") - 1
-    row = np.searchsorted(text.newlines, start) - text.row0[blob]
-    entity = _innermost(entities, text, blob, row)
-    # A definition's own name on its line (`def f(`, `func (r R) f(`, `@Test void f(`) is no
-    # call.
-    name_rows = entities.name_row if len(entities.blob) else np.full(1, -1, np.int64)
-    own_line = np.flatnonzero((entity >= 0) & (name_rows[np.maximum(entity, 0)] == row))
-    if len(own_line):
-        data = text.data
-        declared = [
-            _names_itself(
-                data[s:e].decode("ascii", "replace").replace("::", ".").replace("->", "."),
-                entities.name[x],
-            )
-            for s, e, x in zip(
-                start[own_line].tolist(),
-                end[own_line].tolist(),
-                entity[own_line].tolist(),
-                strict=True,
-            )
-        ]
-        keep = np.ones(len(start), dtype=bool)
-        keep[own_line[np.asarray(declared, dtype=bool)]] = False
-        start, end, hashes, blob, row, entity = (
-            x[keep] for x in (start, end, hashes, blob, row, entity)
-        )
-    # The first call of each callee per (blob, entity): sorted by position, kept stable.
-    order = np.lexsort((hashes, entity, blob))
-    first = np.ones(len(order), dtype=bool)
-    b, x, h = blob[order], entity[order], hashes[order]
-    first[1:] = (b[1:] != b[:-1]) | (x[1:] != x[:-1]) | (h[1:] != h[:-1])
-    chosen = np.sort(order[first])
-    return blob[chosen], entity[chosen], row[chosen], start[chosen], end[chosen]
-
-
-def _more_calls(
-    text: _Text, family: str, members: I64, skip_starts: I64, skip_ends: I64
-) -> tuple[I64, I64, U64]:
-    """(start, end, hash) of the calls the family's own finder (`more_calls`) finds in the
-    members, outside lexemes, but for the words that are never calls."""
-    from worker.index.analysis.call_kernels import name_hash
-
-    files = list(zip(text.starts[members].tolist(), text.ends[members].tolist(), strict=True))
-    found = MORE_CALLS[family](text.data, files)
-    start = np.asarray([f[0] for f in found], dtype=np.int64)
-    hashes = np.asarray([name_hash(f[2]) for f in found], dtype=np.uint64)
-    kept = ~inside(start, skip_starts, skip_ends) & ~np.isin(hashes, _hashes(_NOT_CALLED[family]))
-    return start[kept], np.asarray([f[1] for f in found], dtype=np.int64)[kept], hashes[kept]
-
-
-def _names_itself(written: str, qualified: str) -> bool:
-    """Whether a chain (separators as `.`) on a definition's first line is its own name: its
-    last part (a destructor's after the `~`: `~Shape()` writes `Shape(`), or the tail of its
-    qualified name (`void Shape::area(`)."""
-    whole = qualified.replace("::", ".")
-    own = whole.rpartition(".")[2].removeprefix("~")
-    return written in (own, whole) or whole.endswith("." + written)
 
 
 def _python_bases(header: bytes) -> list[str]:
@@ -386,44 +111,6 @@ def _python_bases(header: bytes) -> list[str]:
     return bases
 
 
-def _lexemes(
-    text: _Text,
-    family: str,
-    members: I64,
-    lexed: BatchLexemes | None,
-    lexing: _Lexing,
-) -> Spans:
-    """The lexemes of the members (blobs read with the family's lexer, C's as `lexing` says)
-    in the batch's text: those an outliner read already, and those of the rest, read now in
-    a buffer of theirs.
-    """
-    lexer = (
-        python_lexemes
-        if family in _PYTHON_LEXED
-        else functools.partial(
-            c_lexemes,
-            directives=lexing.directives,
-            raw_strings=lexing.raw_strings,
-            text_blocks=lexing.text_blocks,
-        )
-    )
-    rest = members if lexed is None else members[~np.isin(members, lexed.blobs)]
-    parts = [] if lexed is None else [lexed]
-    if len(rest):
-        datas = [
-            text.data[s:e]
-            for s, e in zip(text.starts[rest].tolist(), text.ends[rest].tolist(), strict=True)
-        ]
-        own = _Text(b"\n".join(datas), datas)
-        ls, le = lexer(own.a, own.starts, own.ends)
-        parts.append(moved_to_batch(rest, own.starts, text.starts, ls, le))
-    if len(parts) == 1:
-        return parts[0].starts, parts[0].ends
-    starts = np.concatenate([p.starts for p in parts])
-    order = np.argsort(starts, kind="stable")
-    return starts[order], np.concatenate([p.ends for p in parts])[order]
-
-
 def batch_references(
     text: bytes,
     datas: Sequence[bytes],
@@ -440,10 +127,10 @@ def batch_references(
     `line_starts`: where each line of `text` starts, when the caller found them already.
     """
     newlines = None if line_starts is None else line_starts[1:] - 1
-    joined = _Text(text, datas, newlines)
+    joined = BatchText(text, datas, newlines)
     parsed = [g or "" for g in grammars]
     read: list[Spans] = []
-    call_blob, call_entity, call_row, call_start, call_end = _calls(
+    call_blob, call_entity, call_row, call_start, call_end = batch_calls(
         joined, parsed, entities, lexed or {}, read
     )
     firsts = np.zeros(len(found) + 1, dtype=np.int64)
@@ -495,7 +182,7 @@ class _Declared:
 
 
 def _imports_and_bases(
-    joined: _Text,
+    joined: BatchText,
     datas: Sequence[bytes],
     parsed: Sequence[str],
     *,
@@ -560,7 +247,7 @@ def _imports_and_bases(
     )
     imported = np.flatnonzero(relations == Relation.IMPORT)
     if len(imported):
-        entity_array[imported] = _innermost(entities, joined, blob_of[imported], row_of[imported])
+        entity_array[imported] = innermost(entities, joined, blob_of[imported], row_of[imported])
     include_nulls = pa.nulls(n_includes, pa.string())
     return _Declared(
         blob=blob_of,
@@ -576,14 +263,14 @@ def _imports_and_bases(
 
 
 def _includes(
-    text: _Text, grammars: Sequence[str], lexed: Mapping[str, BatchLexemes]
+    text: BatchText, grammars: Sequence[str], lexed: Mapping[str, BatchLexemes]
 ) -> tuple[I64, I64, list[str]]:
     """(blob, row, path) of each include of the batch's C and C++ blobs, from the directives
     C's lexer found (those the outliner read, else read now)."""
     members = np.asarray([i for i, g in enumerate(grammars) if g in _INCLUDING], dtype=np.int64)
     if not len(members):
         return np.zeros(0, np.int64), np.zeros(0, np.int64), []
-    starts, ends = _lexemes(text, "c", members, lexed.get("c"), _PLAIN)
+    starts, ends = family_lexemes(text, "c", members, lexed.get("c"))
     directive = text.a[starts] == ord("#")
     at, paths = c_includes(text.data, (starts[directive], ends[directive]))
     blob = np.searchsorted(text.starts, at, side="right") - 1
@@ -593,7 +280,7 @@ def _includes(
 
 def _through_locals(
     targets: pa.Array,
-    text: _Text,
+    text: BatchText,
     datas: Sequence[bytes],
     grammars: Sequence[str],
     entities: BatchEntities,
@@ -625,7 +312,7 @@ def _through_locals(
     found = [found[k] for k in kept.tolist()]
     at_blob, at = at_blob[kept], at[kept]
     at_row = np.searchsorted(text.newlines, at) - text.row0[at_blob]
-    held = _innermost(entities, text, at_blob, at_row)
+    held = innermost(entities, text, at_blob, at_row)
     # (blob, entity, variable) -> (where each declaration of it ends, its class)
     known: dict[tuple[int, int, str], list[tuple[int, str]]] = {}
     ends = (text.starts[at_blob] + np.asarray([d.end for _, d in found], dtype=np.int64)).tolist()
@@ -660,7 +347,7 @@ def _through_locals(
     return pc.replace_with_mask(targets, pa.array(mask), pa.array(written, pa.string()))
 
 
-def _headers(text: _Text, entities: BatchEntities, blob: int) -> list[tuple[int, int]]:
+def _headers(text: BatchText, entities: BatchEntities, blob: int) -> list[tuple[int, int]]:
     """[start, end) in the blob of its definitions' first lines: from the line of each name
     to the `{` or `;` after it (a few lines at most), where parameters are declared."""
     mine = np.flatnonzero(entities.blob == blob)

@@ -18,15 +18,10 @@ import pyarrow as pa
 import structlog
 
 from worker.index.analysis.chunking import ChunkBatch, chunk_batch
+from worker.index.analysis.entities import BatchEntities, batch_entities
 from worker.index.analysis.grammars import grammar_of
 from worker.index.analysis.postings import postings as term_postings
-from worker.index.analysis.references import (
-    RELATION_NAMES,
-    BatchEntities,
-    BatchReferences,
-    batch_entities,
-    batch_references,
-)
+from worker.index.analysis.references import RELATION_NAMES, BatchReferences, batch_references
 from worker.index.analysis.trigrams import TrigramCollector
 from worker.index.analysis.vocabulary import TermRows
 from worker.languages import language_of

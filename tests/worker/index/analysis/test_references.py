@@ -1,4 +1,4 @@
-"""Entities and references of a batch: calls, imports, bases, held by the innermost entity."""
+"""References of a batch: calls, imports, bases, each held by the innermost entity."""
 
 from __future__ import annotations
 
@@ -6,12 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.index.analysis.chunking import chunk_batch
+from worker.index.analysis.entities import batch_entities
 from worker.index.analysis.grammars import grammar_of
-from worker.index.analysis.references import (
-    RELATION_NAMES,
-    batch_entities,
-    batch_references,
-)
+from worker.index.analysis.references import RELATION_NAMES, batch_references
 
 Row = tuple[str | None, str, str, str | None, str | None, int]
 
@@ -250,15 +247,6 @@ def test_calls_in_a_batch_without_definitions_belong_to_their_files() -> None:
     rows = analyse({"run.py": b"main()\n", "x.h": b"DECLARE(x);\n"})
     assert calls(rows["run.py"]) == [(None, "main")]
     assert calls(rows["x.h"]) == [(None, "DECLARE")]
-
-
-def test_entities_nest_in_preorder_with_parents() -> None:
-    """A method's parent is its class; top-level definitions have none."""
-    entities = batch_entities(
-        chunk_batch([PYTHON], ["python"]).definitions  # one blob
-    )
-    named = dict(zip(entities.name, entities.parent.tolist(), strict=True))
-    assert named == {"Foo": -1, "Foo.bar": 0, "Foo.baz": 0, "helper": -1}
 
 
 NAMES = st.sampled_from(["alpha", "beta", "gamma", "delta"])
