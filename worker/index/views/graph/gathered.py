@@ -274,3 +274,18 @@ def _distinct_values(column: pa.ChunkedArray) -> tuple[list[str], I64]:
         array = array.dictionary_encode()
     values: list[str] = array.dictionary.to_pylist()
     return values, array.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+class PathGrammars:
+    """Each path row's grammar, as a code: the rows of some grammars are picked at once."""
+
+    def __init__(self, grammars: list[str | None]) -> None:
+        self._codes: dict[str | None, int] = {}
+        codes = [self._codes.setdefault(grammar, len(self._codes)) for grammar in grammars]
+        self._code = np.asarray([*codes, -1], dtype=np.int64)
+
+    def among(self, *wanted: str) -> npt.NDArray[np.bool_]:
+        """Whether each path row is in one of the `wanted` grammars, and False past the last."""
+        picked = [self._codes[grammar] for grammar in wanted if grammar in self._codes]
+        found: npt.NDArray[np.bool_] = np.isin(self._code, np.asarray(picked, dtype=np.int64))
+        return found

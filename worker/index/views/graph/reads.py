@@ -22,6 +22,8 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from worker.index.analysis.distinct import distinct
+
 
 class Phase(enum.IntEnum):
     """The resolution phases, in the order they run."""
@@ -323,4 +325,24 @@ def read_table(reads: Reads) -> ReadTable:
                 name=names.dictionary_encode(),
             ),
         ]
+    )
+
+
+def keyed_reads(
+    files: npt.NDArray[np.int64], keys: pa.Array, kind: ReadKind, phase: Phase
+) -> ReadTable:
+    """Reads of one kind made by vectorised resolution: each (file, key) once. `keys` may
+    come dictionary-encoded already (by `dictionary_encode`: each value once)."""
+    encoded = keys if pa.types.is_dictionary(keys.type) else keys.dictionary_encode()
+    code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    n_codes = max(len(encoded.dictionary), 1)
+    pairs = distinct(files * n_codes + code)
+    return ReadTable(
+        reader=(pairs // n_codes).astype(np.int32),
+        phase=np.full(len(pairs), phase, dtype=np.uint8),
+        kind=np.full(len(pairs), kind, dtype=np.uint8),
+        node=np.full(len(pairs), -1, dtype=np.int32),
+        name=pa.DictionaryArray.from_arrays(
+            pa.array((pairs % n_codes).astype(np.int32)), encoded.dictionary.cast(pa.string())
+        ),
     )
