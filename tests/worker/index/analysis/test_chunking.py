@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.index.analysis.chunking import MINIFIED_LINE_BYTES, TEXT_WINDOW_LINES, chunk_blob
+from worker.index.analysis.chunk_layout import TEXT_WINDOW_LINES
+from worker.index.analysis.chunking import MINIFIED_LINE_BYTES, chunk_blob
 
 
 def spans(data: bytes, language: str | None) -> list[tuple[int, int, str | None]]:

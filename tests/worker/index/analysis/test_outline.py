@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.index.analysis.chunking import chunk_blob, line_starts
+from worker.index.analysis.batch_text import line_starts
+from worker.index.analysis.chunking import chunk_blob
 from worker.index.analysis.definitions import definitions
 from worker.index.analysis.lexers import (
     C_LEXEMES,
