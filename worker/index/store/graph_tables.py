@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from worker.index.store.segment import FORMAT_VERSION, read_table, write_table
 from worker.index.views.graph.build import GraphBuild, build_graph
-from worker.index.views.graph.carried import Previous, ResolutionState
+from worker.index.views.graph.carried import Previous
 from worker.index.views.graph.made import BaseRows, ImportRows
 from worker.index.views.graph.model import (
     CommitGraph,
@@ -40,6 +40,7 @@ from worker.index.views.graph.model import (
     NodeIds,
     names_array,
 )
+from worker.index.views.graph.plan import ResolutionState
 from worker.index.views.graph.reads import ReadTable, compacted, encoded
 from worker.index.views.text import CommitIndex
 

@@ -21,17 +21,11 @@ import structlog
 
 from worker.index.analysis.distinct import distinct
 from worker.index.analysis.grammars import grammars_of
-from worker.index.views.graph.carried import (
-    NEVER,
-    Plan,
-    Previous,
-    ResolutionState,
-    StaleCarry,
-    carry,
-)
+from worker.index.views.graph.carried import Previous, StaleCarry, carry
 from worker.index.views.graph.edge_keys import edge_keys, edges_of
 from worker.index.views.graph.gathered import Gathered, PathGrammars
 from worker.index.views.graph.model import CommitGraph, EntityType, Names, NodeIds, Relation
+from worker.index.views.graph.plan import NEVER, Plan, ResolutionState
 from worker.index.views.graph.reads import Phase, ReadTable, read_table
 from worker.index.views.graph.resolve import resolve_references
 from worker.index.views.graph.scope import NAMESPACES_SPAN_FILES, Scopes

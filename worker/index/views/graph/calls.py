@@ -12,10 +12,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from worker.index.analysis.distinct import distinct
-from worker.index.views.graph.carried import Plan
 from worker.index.views.graph.edge_keys import edge_keys
 from worker.index.views.graph.gathered import Gathered, PathGrammars
 from worker.index.views.graph.model import EntityType, Relation
+from worker.index.views.graph.plan import Plan
 from worker.index.views.graph.reads import Phase, ReadKind, ReadTable, keyed_reads
 from worker.index.views.graph.scope import MEMBER_SCOPED, SELF_NAMES, SUPER_WORDS, Scopes
 

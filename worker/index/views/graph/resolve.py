@@ -12,11 +12,11 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from worker.index.views.graph.calls import chain, resolve_calls
-from worker.index.views.graph.carried import Plan
 from worker.index.views.graph.edge_keys import edge_keys
 from worker.index.views.graph.gathered import Gathered, PathGrammars
 from worker.index.views.graph.imports import IMPORT_READERS, no_import
 from worker.index.views.graph.model import EntityType, Relation
+from worker.index.views.graph.plan import Plan
 from worker.index.views.graph.reads import Phase, ReadKind, ReadTable, file_key, keyed_reads
 from worker.index.views.graph.scope import NAMESPACES_SPAN_FILES, Scopes
 

@@ -219,7 +219,7 @@ class Scopes:
         self._loaded_files: set[int] = set()
         self.carried: Callable[[int, int], None] | None = None
         """In a carried build: called before a file's state of a phase (its bindings, or its
-        classes' bases) is read, to put what it carries in place (see `carried.Plan`)."""
+        classes' bases) is read, to put what it carries in place (see `plan.Plan`)."""
         self._class_members: dict[tuple[int, str], int | None] | None = None
         """What `Class.name` is, remembered once every base is known (`bases_known`)."""
         self._class_member_reads: dict[tuple[int, str], tuple[Key, ...]] = {}
