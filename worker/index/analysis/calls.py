@@ -15,6 +15,7 @@ from worker.index.analysis.batch_text import BatchText
 from worker.index.analysis.entities import BatchEntities, innermost
 from worker.index.analysis.lexers import (
     BatchLexemes,
+    Spans,
     c_lexemes,
     inside,
     moved_to_batch,
@@ -23,7 +24,6 @@ from worker.index.analysis.lexers import (
 from worker.index.analysis.more_calls import MORE_CALLS
 
 I64 = npt.NDArray[np.int64]
-Spans = tuple[I64, I64]
 U64 = npt.NDArray[np.uint64]
 
 

@@ -27,12 +27,11 @@ from worker.index.analysis.calls import batch_calls, family_lexemes
 from worker.index.analysis.definitions import Definitions
 from worker.index.analysis.entities import BatchEntities, innermost
 from worker.index.analysis.imports import c_includes, imports
-from worker.index.analysis.lexers import BatchLexemes, inside
+from worker.index.analysis.lexers import BatchLexemes, Spans, inside
 from worker.index.analysis.local_types import HEADER_TYPED, TYPED_GRAMMARS, declarations
 from worker.index.analysis.more_calls import WRITTEN_SUPER
 
 I64 = npt.NDArray[np.int64]
-Spans = tuple[I64, I64]
 U8 = npt.NDArray[np.uint8]
 
 
